@@ -1,0 +1,2 @@
+// The benchmark command: see Scripts/bench.
+print("usage: Scripts/bench dbus")

@@ -1,0 +1,33 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Able",
+    products: [
+        .library(name: "Able", targets: ["Able"]),
+        .library(name: "AbleDBus", targets: ["AbleDBus"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CDBus",
+            pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]
+        ),
+        .systemLibrary(
+            name: "CBluetooth",
+            pkgConfig: "bluez",
+            providers: [.apt(["libbluetooth-dev"])]
+        ),
+        .target(name: "AbleDBus", dependencies: ["CDBus"]),
+        .target(name: "Able", dependencies: ["AbleDBus", "CBluetooth"]),
+        .executableTarget(
+            name: "AbleBenchmarks",
+            dependencies: ["AbleDBus"],
+            path: "Benchmarks/AbleBenchmarks"
+        ),
+        .testTarget(name: "AbleDBusTests", dependencies: ["AbleDBus"]),
+        .testTarget(name: "AbleTests", dependencies: ["Able"]),
+        .testTarget(name: "RealBlueZTests", dependencies: ["Able", "AbleDBus"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,487 @@
+import CDBus
+import Dispatch
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A connection to a D-Bus message bus.
+///
+/// Each connection has its own serial queue (its ``executor``) on which libdbus reads, writes and
+/// dispatches; no thread is dedicated to it. Several connections can be open in one process.
+///
+/// ```swift
+/// let bus = try await DBusConnection.connect(to: .system)
+/// let reply = try await bus.call(
+///     destination: "org.bluez", path: "/", interface: "org.freedesktop.DBus.ObjectManager",
+///     method: "GetManagedObjects")
+/// ```
+///
+/// - Important: When the bus goes away (the daemon dies or ``close()`` is called), every call
+///   in flight throws a ``DBusError`` named ``DBusError/Name/disconnected``, every signal stream
+///   ends with that error, and later calls throw it at once. A closed connection stays closed:
+///   connect again to go on.
+public actor DBusConnection {
+    /// Which bus to connect to.
+    public struct Bus: Sendable, CustomStringConvertible {
+        enum Kind: Sendable {
+            case system, session
+            case address(String)
+        }
+        let kind: Kind
+
+        /// The system bus, where `bluetoothd` lives (`DBUS_SYSTEM_BUS_ADDRESS` or the standard socket).
+        public static let system = Bus(kind: .system)
+        /// The user's session bus (`DBUS_SESSION_BUS_ADDRESS`).
+        public static let session = Bus(kind: .session)
+        /// A bus daemon at a D-Bus address such as `unix:path=/tmp/test-bus`.
+        public static func address(_ address: String) -> Bus { Bus(kind: .address(address)) }
+
+        public var description: String {
+            switch kind {
+            case .system: "system bus"
+            case .session: "session bus"
+            case .address(let address): address
+            }
+        }
+    }
+
+    /// The queue this connection runs on, which actors can share.
+    public nonisolated let executor: DBusExecutor
+
+    public nonisolated var unownedExecutor: UnownedSerialExecutor {
+        executor.asUnownedSerialExecutor()
+    }
+
+    /// The unique name the bus gave this connection, for example `:1.42`.
+    public nonisolated let uniqueName: String
+
+    let core: ConnectionCore
+
+    private init(core: ConnectionCore, executor: DBusExecutor, uniqueName: String) {
+        self.core = core
+        self.executor = executor
+        self.uniqueName = uniqueName
+    }
+
+    deinit {
+        let core = self.core
+        core.queue.async { core.close() }
+    }
+
+    /// Connects to a bus and registers with it (the `Hello` call).
+    ///
+    /// - Parameters:
+    ///   - bus: The bus to connect to.
+    ///   - log: Where the connection reports what it refused or dropped (calls from callers an
+    ///     object does not authorize, malformed signals). By default, standard error.
+    /// - Returns: The open connection.
+    /// - Throws: ``DBusError`` when the bus cannot be reached or refuses the connection.
+    public static func connect(
+        to bus: Bus, log: @escaping @Sendable (String) -> Void = DBusConnection.logToStandardError
+    ) async throws -> DBusConnection {
+        // Connecting and authenticating block: keep them off the cooperative pool.
+        let (raw, uniqueName) = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<(OpaquePointer, String), any Error>) in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try openBlocking(bus) })
+            }
+        }
+        let executor = DBusExecutor(label: "able.dbus \(uniqueName)")
+        let core = ConnectionCore(raw: raw, queue: executor.queue, log: log)
+        executor.queue.sync { core.start() }
+        return DBusConnection(core: core, executor: executor, uniqueName: uniqueName)
+    }
+
+    private static func openBlocking(_ bus: Bus) throws -> (OpaquePointer, String) {
+        var error = DBusErrorBox()
+        defer { error.free() }
+        let raw: OpaquePointer?
+        switch bus.kind {
+        case .system:
+            raw = dbus_bus_get_private(DBUS_BUS_SYSTEM, &error.raw)
+        case .session:
+            raw = dbus_bus_get_private(DBUS_BUS_SESSION, &error.raw)
+        case .address(let address):
+            raw = dbus_connection_open_private(address, &error.raw)
+            if let raw, dbus_bus_register(raw, &error.raw) == 0 {
+                dbus_connection_close(raw)
+                dbus_connection_unref(raw)
+                throw error.swiftError(default: "could not register with \(address)")
+            }
+        }
+        guard let raw else { throw error.swiftError(default: "could not connect to the \(bus)") }
+        let uniqueName = dbus_bus_get_unique_name(raw).map { String(cString: $0) } ?? ""
+        return (raw, uniqueName)
+    }
+
+    /// Writes a line to standard error, prefixed with `AbleDBus:`.
+    public static let logToStandardError: @Sendable (String) -> Void = { line in
+        var output = StandardError()
+        print("AbleDBus: \(line)", to: &output)
+    }
+
+    /// Whether the connection is still open.
+    public var isConnected: Bool { core.closedError == nil }
+
+    /// Closes the connection; what is pending fails as described in the type's documentation.
+    public func close() {
+        core.close()
+    }
+
+    // MARK: - Method calls
+
+    /// Calls a method and waits for its reply.
+    ///
+    /// - Parameters:
+    ///   - destination: The bus name of the peer (`org.bluez`), or `nil` for a peer-to-peer connection.
+    ///   - path: The object to call.
+    ///   - interface: The method's interface.
+    ///   - method: The method's name.
+    ///   - arguments: The arguments to send.
+    ///   - timeout: How long to wait for the reply, or `nil` to wait for as long as it takes.
+    /// - Returns: The reply's values.
+    /// - Throws: A ``DBusError`` carrying the peer's error name and message for an error reply;
+    ///   one named ``DBusError/Name/noReply`` when `timeout` elapses; ``DBusError/Name/disconnected``
+    ///   when the connection is lost; ``DBusError/Name/invalidArgs`` for arguments that cannot be sent;
+    ///   `CancellationError` at once when the calling task is cancelled (a late reply is dropped).
+    public func call(
+        destination: String?, path: DBusObjectPath, interface: String, method: String,
+        arguments: [DBusValue] = [], timeout: Duration? = .seconds(25)
+    ) async throws -> [DBusValue] {
+        try Task.checkCancellation()
+        if let closedError = core.closedError { throw closedError }
+        guard let message = dbus_message_new_method_call(destination, path.rawValue, interface, method) else {
+            throw DBusError(.noMemory, "could not create the call")
+        }
+        do {
+            try MessageCoding.append(arguments, to: message)
+        } catch {
+            dbus_message_unref(message)
+            throw error
+        }
+        let reply = PendingReply()
+        let core = self.core
+        let milliseconds = timeout.map(Self.milliseconds) ?? ABLE_DBUS_TIMEOUT_INFINITE
+        return try await withTaskCancellationHandler {
+            // Naming `self` keeps this closure isolated to the connection (SE-0420), so the call is
+            // sent from the connection's queue without a hop.
+            try await withCheckedThrowingContinuation { continuation in
+                guard reply.install(continuation) else {
+                    dbus_message_unref(message)
+                    return
+                }
+                self.core.send(message, replyTo: reply, timeoutMilliseconds: milliseconds)
+            }
+        } onCancel: {
+            if reply.resume(with: .failure(CancellationError())) {
+                core.queue.async { core.cancel(reply) }
+            }
+        }
+    }
+
+    private static func milliseconds(_ duration: Duration) -> Int32 {
+        let (seconds, attoseconds) = duration.components
+        let total = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        return Int32(clamping: max(total, 0))
+    }
+
+    /// Calls a method without asking for a reply; the call is sent and forgotten.
+    ///
+    /// - Throws: ``DBusError`` when the arguments cannot be sent or the connection is closed.
+    public func send(
+        destination: String?, path: DBusObjectPath, interface: String, method: String,
+        arguments: [DBusValue] = []
+    ) throws {
+        if let closedError = core.closedError { throw closedError }
+        guard let message = dbus_message_new_method_call(destination, path.rawValue, interface, method) else {
+            throw DBusError(.noMemory, "could not create the call")
+        }
+        dbus_message_set_no_reply(message, 1)
+        do {
+            try MessageCoding.append(arguments, to: message)
+        } catch {
+            dbus_message_unref(message)
+            throw error
+        }
+        core.sendWithoutReply(message)
+    }
+
+    // MARK: - Signals
+
+    /// Subscribes to the signals a rule matches.
+    ///
+    /// The rule is installed in the bus daemon before this method returns, so no signal sent
+    /// after it returns is missed. See ``DBusSignalStream`` for its buffering and lifetime.
+    ///
+    /// - Parameters:
+    ///   - rule: Which signals to receive.
+    ///   - bufferLimit: How many unconsumed signals the stream holds before dropping new ones.
+    /// - Returns: The stream of matching signals.
+    /// - Throws: ``DBusError`` when the daemon rejects the rule or the connection is closed.
+    public func signals(matching rule: DBusMatchRule, bufferLimit: Int = 1024) async throws -> DBusSignalStream {
+        if let closedError = core.closedError { throw closedError }
+        let (base, continuation) = AsyncThrowingStream<DBusSignal, any Error>.makeStream(
+            bufferingPolicy: .bufferingOldest(max(bufferLimit, 1)))
+        let sink = SignalSink(continuation)
+        let id = core.addSubscriber(rule, sink: sink)
+        let trackedName = rule.sender.flatMap { $0.hasPrefix(":") || $0 == Self.busName ? nil : $0 }
+        do {
+            if let trackedName, core.trackName(trackedName) {
+                try await addMatch(Self.nameOwnerChangedRule(for: trackedName))
+                core.setOwner(try? await nameOwner(of: trackedName), of: trackedName)
+            }
+            try await addMatch(rule.description)
+        } catch {
+            core.removeSubscriber(id)
+            if let trackedName { stopTracking(trackedName) }
+            sink.finish()
+            throw error
+        }
+        continuation.onTermination = { [weak self] _ in
+            guard let self else { return }
+            Task { await self.endSubscription(id, rule: rule, trackedName: trackedName) }
+        }
+        return DBusSignalStream(base: base, sink: sink)
+    }
+
+    private func endSubscription(_ id: UInt64, rule: DBusMatchRule, trackedName: String?) {
+        guard core.removeSubscriber(id) else { return }
+        try? removeMatch(rule.description)
+        if let trackedName { stopTracking(trackedName) }
+    }
+
+    private func stopTracking(_ name: String) {
+        if core.untrackName(name) { try? removeMatch(Self.nameOwnerChangedRule(for: name)) }
+    }
+
+    private static let busName = "org.freedesktop.DBus"
+    private static let busPath: DBusObjectPath = "/org/freedesktop/DBus"
+
+    private static func nameOwnerChangedRule(for name: String) -> String {
+        DBusMatchRule(sender: busName, interface: busName, member: "NameOwnerChanged", arguments: [0: name]).description
+    }
+
+    private func addMatch(_ rule: String) async throws {
+        _ = try await call(
+            destination: Self.busName, path: Self.busPath, interface: Self.busName, method: "AddMatch",
+            arguments: [.string(rule)])
+    }
+
+    private func removeMatch(_ rule: String) throws {
+        try send(
+            destination: Self.busName, path: Self.busPath, interface: Self.busName, method: "RemoveMatch",
+            arguments: [.string(rule)])
+    }
+
+    /// Emits a signal from an object of this process.
+    ///
+    /// The signal is encoded on the caller's thread and sent from the connection's queue, in the
+    /// order of calls; this method neither suspends nor waits.
+    ///
+    /// - Throws: ``DBusError`` when the arguments cannot be sent.
+    public nonisolated func emitSignal(
+        path: DBusObjectPath, interface: String, member: String, arguments: [DBusValue] = []
+    ) throws {
+        for argument in arguments { try MessageCoding.validate(argument) }
+        let core = self.core
+        core.queue.async { core.emitSignal(path: path, interface: interface, member: member, arguments: arguments) }
+    }
+
+    /// Emits `org.freedesktop.DBus.Properties.PropertiesChanged` for an exported object.
+    ///
+    /// Like ``emitSignal(path:interface:member:arguments:)``, this neither suspends nor waits.
+    public nonisolated func emitPropertiesChanged(
+        path: DBusObjectPath, interface: String, changed: [String: DBusValue], invalidated: [String] = []
+    ) {
+        let core = self.core
+        core.queue.async {
+            core.emitPropertiesChanged(path: path, interface: interface, changed: changed, invalidated: invalidated)
+        }
+    }
+
+    // MARK: - Exported objects
+
+    /// Exports an object with the given interfaces.
+    ///
+    /// Calls to it run the interfaces' handlers; `Properties`, `Introspectable` and, below an
+    /// object manager, `InterfacesAdded` come for free. Calls to paths that are not exported are
+    /// answered with `UnknownObject`, unknown methods with `UnknownMethod`.
+    ///
+    /// - Parameters:
+    ///   - interfaces: The object's interfaces.
+    ///   - path: Where to export it.
+    ///   - authorize: Decides from the caller's unique name whether it may call the object at
+    ///     all; refused calls are answered with `AccessDenied`, logged, and change nothing.
+    /// - Throws: ``DBusError`` (``DBusError/Name/invalidArgs``) when something is already exported at `path`.
+    public func export(
+        _ interfaces: [DBusInterface], at path: DBusObjectPath, authorize: (@Sendable (String) -> Bool)? = nil
+    ) throws {
+        let object = ExportTable.Object(
+            interfaces: Dictionary(interfaces.map { ($0.name, $0) }, uniquingKeysWith: { $1 }), authorize: authorize,
+            isObjectManager: false)
+        guard core.exports.insert(object, at: path) else {
+            throw DBusError(.invalidArgs, "an object is already exported at \(path)")
+        }
+        if let manager = core.exports.objectManager(above: path) {
+            core.emitSignal(
+                path: manager, interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded",
+                arguments: [.objectPath(path), ConnectionCore.interfacesAndProperties(interfaces)])
+        }
+    }
+
+    /// Exports an `org.freedesktop.DBus.ObjectManager` at `path` for every object exported below it.
+    ///
+    /// - Throws: ``DBusError`` when something is already exported at `path`.
+    public func exportObjectManager(at path: DBusObjectPath, authorize: (@Sendable (String) -> Bool)? = nil) throws {
+        let object = ExportTable.Object(interfaces: [:], authorize: authorize, isObjectManager: true)
+        guard core.exports.insert(object, at: path) else {
+            throw DBusError(.invalidArgs, "an object is already exported at \(path)")
+        }
+    }
+
+    /// Stops exporting the object at `path`; below an object manager this emits `InterfacesRemoved`.
+    ///
+    /// - Returns: Whether an object was exported there.
+    @discardableResult
+    public func unexport(_ path: DBusObjectPath) -> Bool {
+        guard let object = core.exports.remove(path) else { return false }
+        if !object.isObjectManager, let manager = core.exports.objectManager(above: path) {
+            core.emitSignal(
+                path: manager, interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesRemoved",
+                arguments: [.objectPath(path), .array(.string, object.interfaces.keys.sorted().map(DBusValue.string))])
+        }
+        return true
+    }
+
+    // MARK: - Bus names
+
+    /// What `RequestName` answered.
+    public enum NameRequestResult: UInt32, Sendable {
+        case primaryOwner = 1
+        case inQueue = 2
+        case exists = 3
+        case alreadyOwner = 4
+    }
+
+    /// Flags of `RequestName`.
+    public struct NameRequestFlags: OptionSet, Sendable {
+        public let rawValue: UInt32
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+        public static let allowReplacement = NameRequestFlags(rawValue: 0x1)
+        public static let replaceExisting = NameRequestFlags(rawValue: 0x2)
+        public static let doNotQueue = NameRequestFlags(rawValue: 0x4)
+    }
+
+    /// Asks the bus for a well-known name.
+    ///
+    /// The corresponding bus method is `org.freedesktop.DBus.RequestName`.
+    /// - Throws: ``DBusError`` when the bus refuses (for example by policy).
+    @discardableResult
+    public func requestName(_ name: String, flags: NameRequestFlags = [.doNotQueue]) async throws -> NameRequestResult {
+        let reply = try await callBus("RequestName", [.string(name), .uint32(flags.rawValue)])
+        let code = try reply.first.unwrap("RequestName reply").decode(UInt32.self)
+        guard let result = NameRequestResult(rawValue: code) else {
+            throw DBusError(.invalidArgs, "RequestName answered the unknown code \(code)")
+        }
+        return result
+    }
+
+    /// Gives a well-known name back to the bus.
+    ///
+    /// The corresponding bus method is `org.freedesktop.DBus.ReleaseName`.
+    public func releaseName(_ name: String) async throws {
+        _ = try await callBus("ReleaseName", [.string(name)])
+    }
+
+    /// The unique name that owns `name` now, or `nil` when nobody does.
+    public func nameOwner(of name: String) async throws -> String? {
+        do {
+            return try await callBus("GetNameOwner", [.string(name)]).first.unwrap("GetNameOwner reply").decode()
+        } catch let error as DBusError where error.name == .nameHasNoOwner {
+            return nil
+        }
+    }
+
+    /// A change of a name's owner.
+    public struct NameOwnerChange: Sendable, Equatable {
+        /// The name.
+        public var name: String
+        /// The owner before, or `nil`.
+        public var oldOwner: String?
+        /// The owner now, or `nil` when the name was released (for example its process exited).
+        public var newOwner: String?
+    }
+
+    /// Watches the owner of one name, for example to notice `bluetoothd` restarting.
+    ///
+    /// The corresponding bus signal is `org.freedesktop.DBus.NameOwnerChanged`.
+    /// - Returns: A stream of changes, with the buffering and lifetime of ``DBusSignalStream``.
+    public func nameOwnerChanges(of name: String) async throws -> NameOwnerChangeStream {
+        let rule = DBusMatchRule(
+            sender: Self.busName, interface: Self.busName, member: "NameOwnerChanged", arguments: [0: name])
+        return NameOwnerChangeStream(signals: try await signals(matching: rule))
+    }
+
+    private func callBus(_ method: String, _ arguments: [DBusValue]) async throws -> [DBusValue] {
+        try await call(
+            destination: Self.busName, path: Self.busPath, interface: Self.busName, method: method, arguments: arguments
+        )
+    }
+}
+
+/// Changes of one bus name's owner; see ``DBusConnection/nameOwnerChanges(of:)``.
+public struct NameOwnerChangeStream: AsyncSequence, Sendable {
+    public typealias Element = DBusConnection.NameOwnerChange
+    let signals: DBusSignalStream
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: signals.makeAsyncIterator()) }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: DBusSignalStream.AsyncIterator
+
+        public mutating func next() async throws -> DBusConnection.NameOwnerChange? {
+            while let signal = try await base.next() {
+                guard signal.arguments.count == 3, case .string(let name) = signal.arguments[0],
+                    case .string(let old) = signal.arguments[1], case .string(let new) = signal.arguments[2]
+                else { continue }
+                return DBusConnection.NameOwnerChange(
+                    name: name, oldOwner: old.isEmpty ? nil : old, newOwner: new.isEmpty ? nil : new)
+            }
+            return nil
+        }
+    }
+}
+
+extension Optional where Wrapped == DBusValue {
+    func unwrap(_ what: String) throws(DBusError) -> DBusValue {
+        guard let self else { throw DBusError(.invalidArgs, "\(what) has no value") }
+        return self
+    }
+}
+
+struct DBusErrorBox {
+    var raw = CDBus.DBusError()
+
+    init() {
+        dbus_error_init(&raw)
+    }
+
+    mutating func free() {
+        dbus_error_free(&raw)
+    }
+
+    func swiftError(default message: String) -> AbleDBus.DBusError {
+        guard raw.name != nil else { return AbleDBus.DBusError(.failed, message) }
+        return AbleDBus.DBusError(
+            AbleDBus.DBusError.Name(rawValue: String(cString: raw.name)),
+            raw.message.map { String(cString: $0) } ?? message)
+    }
+}
+
+struct StandardError: TextOutputStream {
+    mutating func write(_ string: String) {
+        var text = string
+        text.withUTF8 { buffer in _ = Glibc.write(2, buffer.baseAddress, buffer.count) }
+    }
+}

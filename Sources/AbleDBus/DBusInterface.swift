@@ -1,0 +1,118 @@
+/// An interface of an object that this process exports: its methods, properties and signals.
+///
+/// `org.freedesktop.DBus.Properties`, `org.freedesktop.DBus.Introspectable` and (for object
+/// manager roots) `org.freedesktop.DBus.ObjectManager` are provided by the connection; do not
+/// declare them.
+public struct DBusInterface: Sendable {
+    /// The interface's name, for example `org.bluez.GattCharacteristic1`.
+    public var name: String
+    /// Its methods.
+    public var methods: [DBusMethod]
+    /// Its properties.
+    public var properties: [DBusProperty]
+    /// The signals it emits, for introspection.
+    public var signals: [DBusSignalDeclaration]
+
+    public init(
+        _ name: String, methods: [DBusMethod] = [], properties: [DBusProperty] = [],
+        signals: [DBusSignalDeclaration] = []
+    ) {
+        self.name = name
+        self.methods = methods
+        self.properties = properties
+        self.signals = signals
+    }
+}
+
+/// A method of an exported interface.
+public struct DBusMethod: Sendable {
+    /// How a method runs.
+    public enum Handler: Sendable {
+        /// Runs in a task of its own; it may suspend.
+        case async(@Sendable (DBusMethodCall) async throws -> [DBusValue])
+        /// Runs on the connection's queue as the call is dispatched, with no task and no hop. It
+        /// must return quickly and never block.
+        case immediate(@Sendable (DBusMethodCall) throws -> [DBusValue])
+    }
+
+    /// The method's name.
+    public var name: String
+    /// The signature its arguments must have; a call with other arguments is answered with
+    /// `org.freedesktop.DBus.Error.InvalidArgs` and never reaches the handler.
+    public var inputSignature: DBusSignature
+    /// The signature of the values it returns.
+    public var outputSignature: DBusSignature
+    /// What runs for each call.
+    public var handler: Handler
+
+    /// Declares a method whose handler may suspend.
+    ///
+    /// The handler returns the reply's values, or throws: a ``DBusError`` becomes an error reply
+    /// with its name and message; any other error becomes `org.freedesktop.DBus.Error.Failed`.
+    public init(
+        _ name: String, in inputSignature: DBusSignature = "", out outputSignature: DBusSignature = "",
+        handler: @escaping @Sendable (DBusMethodCall) async throws -> [DBusValue]
+    ) {
+        self.name = name
+        self.inputSignature = inputSignature
+        self.outputSignature = outputSignature
+        self.handler = .async(handler)
+    }
+
+    /// Declares a method answered on the connection's queue, without a task: for quick handlers.
+    public static func immediate(
+        _ name: String, in inputSignature: DBusSignature = "", out outputSignature: DBusSignature = "",
+        handler: @escaping @Sendable (DBusMethodCall) throws -> [DBusValue]
+    ) -> DBusMethod {
+        var method = DBusMethod(name, in: inputSignature, out: outputSignature) { _ in [] }
+        method.handler = .immediate(handler)
+        return method
+    }
+}
+
+/// A property of an exported interface, served through `org.freedesktop.DBus.Properties`.
+///
+/// Getters and setters run on the connection's queue and must not block: keep the value in a
+/// `Mutex` or another synchronous store.
+public struct DBusProperty: Sendable {
+    /// The property's name.
+    public var name: String
+    /// Its signature.
+    public var signature: DBusSignature
+    /// Reads the current value. A thrown ``DBusError`` is returned to the caller of `Get`.
+    public var get: @Sendable () throws -> DBusValue
+    /// Writes a value (already checked against ``signature``); `nil` makes the property read-only.
+    /// The first argument is the caller's unique name.
+    public var set: (@Sendable (_ sender: String, _ value: DBusValue) throws -> Void)?
+    /// Whether a successful `Set` emits `PropertiesChanged` with the new value.
+    public var emitsChangedSignal: Bool
+
+    public init(
+        _ name: String, signature: DBusSignature, emitsChangedSignal: Bool = true,
+        get: @escaping @Sendable () throws -> DBusValue,
+        set: (@Sendable (_ sender: String, _ value: DBusValue) throws -> Void)? = nil
+    ) {
+        self.name = name
+        self.signature = signature
+        self.get = get
+        self.set = set
+        self.emitsChangedSignal = emitsChangedSignal
+    }
+
+    /// A read-only property with a constant value.
+    public static func constant<T: DBusRepresentable>(_ name: String, _ value: T) -> DBusProperty {
+        let dbusValue = value.dbusValue
+        return DBusProperty(name, signature: T.dbusSignature, get: { dbusValue })
+    }
+}
+
+/// A signal an exported interface emits, listed in its introspection data.
+public struct DBusSignalDeclaration: Sendable {
+    public var name: String
+    public var signature: DBusSignature
+
+    public init(_ name: String, signature: DBusSignature = "") {
+        self.name = name
+        self.signature = signature
+    }
+}

@@ -1,0 +1,66 @@
+import Synchronization
+
+/// The signals that one subscription receives, for `for try await`.
+///
+/// Signals are yielded straight from the connection's dispatch into this stream's buffer, in
+/// the order the bus delivered them, with no task or actor hop per signal.
+///
+/// **Buffering:** the stream holds at most `bufferLimit` signals (given when subscribing) that
+/// the consumer has not taken yet. When it is full, newly arriving signals are dropped and
+/// counted in ``droppedCount``; none are reordered.
+///
+/// **Lifetime:** the subscription (and its match rule in the bus daemon) ends when iteration
+/// ends, when the iterating task is cancelled, or when the last copy of the stream is
+/// discarded. When the connection is lost the stream throws a ``DBusError`` with the name
+/// ``DBusError/Name/disconnected``.
+///
+/// - Important: A stream is meant for one consumer. Several iterators of one stream share its
+///   signals rather than each receiving all of them.
+public struct DBusSignalStream: AsyncSequence, Sendable {
+    public typealias Element = DBusSignal
+
+    let base: AsyncThrowingStream<DBusSignal, any Error>
+    let sink: SignalSink
+
+    /// How many signals were dropped because the buffer was full.
+    public var droppedCount: Int { sink.droppedCount }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: base.makeAsyncIterator())
+    }
+
+    /// The iterator of a signal stream; not `Sendable`, like every iterator.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: AsyncThrowingStream<DBusSignal, any Error>.AsyncIterator
+
+        public mutating func next() async throws -> DBusSignal? {
+            try await base.next()
+        }
+
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> DBusSignal? {
+            try await base.next(isolation: actor)
+        }
+    }
+}
+
+/// The producing end of a signal stream: yielded to on the connection's queue.
+final class SignalSink: Sendable {
+    private let continuation: AsyncThrowingStream<DBusSignal, any Error>.Continuation
+    private let dropped = Atomic<Int>(0)
+
+    init(_ continuation: AsyncThrowingStream<DBusSignal, any Error>.Continuation) {
+        self.continuation = continuation
+    }
+
+    var droppedCount: Int { dropped.load(ordering: .relaxed) }
+
+    func yield(_ signal: DBusSignal) {
+        if case .dropped = continuation.yield(signal) {
+            dropped.add(1, ordering: .relaxed)
+        }
+    }
+
+    func finish(throwing error: (any Error)? = nil) {
+        continuation.finish(throwing: error)
+    }
+}

@@ -1,0 +1,240 @@
+import CDBus
+
+extension ConnectionCore {
+    private static let propertiesInterface = "org.freedesktop.DBus.Properties"
+    private static let introspectableInterface = "org.freedesktop.DBus.Introspectable"
+    private static let objectManagerInterface = "org.freedesktop.DBus.ObjectManager"
+
+    /// Answers a method call addressed to this connection.
+    func handleMethodCall(_ message: OpaquePointer) {
+        let sender = dbus_message_get_sender(message).map { String(cString: $0) } ?? ""
+        let pathText = dbus_message_get_path(message).map { String(cString: $0) } ?? "/"
+        let interface = dbus_message_get_interface(message).map { String(cString: $0) } ?? ""
+        let member = dbus_message_get_member(message).map { String(cString: $0) } ?? ""
+        let path = DBusObjectPath(unchecked: pathText)
+        let replier = Replier(core: self, message: message)
+
+        guard let object = exports[path] else {
+            if interface.isEmpty || interface == Self.introspectableInterface, member == "Introspect" {
+                let children = exports.childNodes(of: path)
+                if !children.isEmpty || path == .root {
+                    replier.reply([.string(Introspection.xml(for: nil, children: children))])
+                    return
+                }
+            }
+            replier.fail(DBusError(.unknownObject, "no object at \(pathText)"))
+            return
+        }
+        if let authorize = object.authorize, !authorize(sender) {
+            log("refused \(interface).\(member) on \(pathText) from \(sender): not an authorized caller")
+            replier.fail(DBusError(.accessDenied, "\(sender) may not call \(pathText)"))
+            return
+        }
+        let arguments: [DBusValue]
+        do {
+            arguments = try MessageCoding.decodeArguments(of: message)
+        } catch {
+            replier.fail(error)
+            return
+        }
+        let signature = dbus_message_get_signature(message).map { String(cString: $0) } ?? ""
+        let call = DBusMethodCall(
+            sender: sender, path: path, interface: interface, member: member, arguments: arguments)
+
+        switch interface {
+        case Self.propertiesInterface:
+            handleProperties(call, signature: signature, object: object, replier: replier)
+        case Self.introspectableInterface where member == "Introspect":
+            replier.reply([.string(Introspection.xml(for: object, children: exports.childNodes(of: path)))])
+        case Self.objectManagerInterface where object.isObjectManager && member == "GetManagedObjects":
+            replier.reply([managedObjects(below: path)])
+        default:
+            let candidates =
+                interface.isEmpty ? Array(object.interfaces.values) : object.interfaces[interface].map { [$0] } ?? []
+            guard !candidates.isEmpty else {
+                replier.fail(DBusError(.unknownInterface, "\(pathText) has no interface \(interface)"))
+                return
+            }
+            guard let method = candidates.lazy.flatMap(\.methods).first(where: { $0.name == member }) else {
+                replier.fail(DBusError(.unknownMethod, "\(interface).\(member) does not exist at \(pathText)"))
+                return
+            }
+            guard method.inputSignature.rawValue == signature else {
+                replier.fail(
+                    DBusError(.invalidArgs, "\(member) takes (\(method.inputSignature)), not (\(signature))"))
+                return
+            }
+            run(method, call: call, replier: replier)
+        }
+    }
+
+    private func run(_ method: DBusMethod, call: DBusMethodCall, replier: Replier) {
+        let outputSignature = method.outputSignature
+        switch method.handler {
+        case .immediate(let handler):
+            replier.complete(Result { try handler(call) }, outputSignature: outputSignature)
+        case .async(let handler):
+            let queue = self.queue
+            Task {
+                let result = await Result { try await handler(call) }
+                queue.async { replier.complete(result, outputSignature: outputSignature) }
+            }
+        }
+    }
+
+    private func handleProperties(
+        _ call: DBusMethodCall, signature: String, object: ExportTable.Object, replier: Replier
+    ) {
+        func interface(_ index: Int) -> DBusInterface? {
+            guard case .string(let name) = call.arguments[index] else { return nil }
+            return object.interfaces[name]
+        }
+        switch (call.member, signature) {
+        case ("Get", "ss"):
+            guard let found = interface(0) else {
+                return replier.fail(DBusError(.unknownInterface, "no interface \(call.arguments[0])"))
+            }
+            guard case .string(let name) = call.arguments[1],
+                let property = found.properties.first(where: { $0.name == name })
+            else { return replier.fail(DBusError(.unknownProperty, "no property \(call.arguments[1])")) }
+            replier.complete(Result { [DBusValue.variant(try property.get())] }, outputSignature: "v")
+        case ("GetAll", "s"):
+            guard let found = interface(0) else {
+                // The specification allows an empty answer for an interface the object lacks.
+                return replier.reply([.dictionary(key: .string, value: .variant, [])])
+            }
+            replier.reply([found.propertyValues()])
+        case ("Set", "ssv"):
+            guard let found = interface(0) else {
+                return replier.fail(DBusError(.unknownInterface, "no interface \(call.arguments[0])"))
+            }
+            guard case .string(let name) = call.arguments[1],
+                let property = found.properties.first(where: { $0.name == name })
+            else { return replier.fail(DBusError(.unknownProperty, "no property \(call.arguments[1])")) }
+            guard let setter = property.set else {
+                return replier.fail(DBusError(.propertyReadOnly, "\(name) is read-only"))
+            }
+            let value = call.arguments[2].unwrappingVariant
+            guard value.signature == property.signature else {
+                return replier.fail(DBusError(.invalidArgs, "\(name) is \(property.signature), not \(value.signature)"))
+            }
+            do {
+                try setter(call.sender, value)
+            } catch {
+                return replier.complete(.failure(error), outputSignature: "")
+            }
+            replier.reply([])
+            if property.emitsChangedSignal, let newValue = try? property.get() {
+                emitPropertiesChanged(
+                    path: call.path, interface: found.name, changed: [name: newValue], invalidated: [])
+            }
+        default:
+            replier.fail(DBusError(.unknownMethod, "Properties.\(call.member)(\(signature)) does not exist"))
+        }
+    }
+
+    func managedObjects(below root: DBusObjectPath) -> DBusValue {
+        let entries = exports.objects(below: root).map { path, object in
+            DBusDictionaryEntry(key: .objectPath(path), value: Self.interfacesAndProperties(object.interfaces.values))
+        }
+        return .dictionary(key: .objectPath, value: "a{sa{sv}}", entries)
+    }
+
+    static func interfacesAndProperties(_ interfaces: some Sequence<DBusInterface>) -> DBusValue {
+        .dictionary(
+            key: .string, value: "a{sv}",
+            interfaces.sorted { $0.name < $1.name }.map {
+                DBusDictionaryEntry(key: .string($0.name), value: $0.propertyValues())
+            })
+    }
+
+    func emitPropertiesChanged(
+        path: DBusObjectPath, interface: String, changed: [String: DBusValue], invalidated: [String]
+    ) {
+        let changedEntries = changed.sorted { $0.key < $1.key }.map {
+            DBusDictionaryEntry(key: .string($0.key), value: .variant($0.value))
+        }
+        emitSignal(
+            path: path, interface: Self.propertiesInterface, member: "PropertiesChanged",
+            arguments: [
+                .string(interface), .dictionary(key: .string, value: .variant, changedEntries),
+                .array(.string, invalidated.map(DBusValue.string)),
+            ])
+    }
+
+    func emitSignal(path: DBusObjectPath, interface: String, member: String, arguments: [DBusValue]) {
+        guard let message = dbus_message_new_signal(path.rawValue, interface, member) else { return }
+        do {
+            try MessageCoding.append(arguments, to: message)
+        } catch {
+            log("could not emit \(interface).\(member): \(error)")
+            dbus_message_unref(message)
+            return
+        }
+        sendWithoutReply(message)
+    }
+}
+
+/// Sends the one reply a method call gets, unless the caller asked for none.
+final class Replier: @unchecked Sendable {
+    // Touched only on the connection's queue.
+    private let core: ConnectionCore
+    private let message: OpaquePointer
+
+    init(core: ConnectionCore, message: OpaquePointer) {
+        self.core = core
+        self.message = dbus_message_ref(message)
+    }
+
+    deinit {
+        dbus_message_unref(message)
+    }
+
+    func reply(_ values: [DBusValue]) {
+        guard dbus_message_get_no_reply(message) == 0, let reply = dbus_message_new_method_return(message) else {
+            return
+        }
+        do {
+            try MessageCoding.append(values, to: reply)
+        } catch {
+            dbus_message_unref(reply)
+            fail(DBusError(.failed, "the handler's reply could not be encoded: \(error.message)"))
+            return
+        }
+        core.sendWithoutReply(reply)
+    }
+
+    func fail(_ error: DBusError) {
+        guard dbus_message_get_no_reply(message) == 0,
+            let reply = dbus_message_new_error(message, error.name.rawValue, error.message)
+        else { return }
+        core.sendWithoutReply(reply)
+    }
+
+    func complete(_ result: Result<[DBusValue], any Error>, outputSignature: DBusSignature) {
+        switch result {
+        case .success(let values):
+            let signature = values.map(\.signature.rawValue).joined()
+            guard signature == outputSignature.rawValue else {
+                core.log("a handler returned (\(signature)) where (\(outputSignature)) was declared")
+                fail(DBusError(.failed, "the handler returned (\(signature)), not (\(outputSignature))"))
+                return
+            }
+            reply(values)
+        case .failure(let error as DBusError):
+            fail(error)
+        case .failure(let error):
+            fail(DBusError(.failed, String(describing: error)))
+        }
+    }
+}
+
+extension Result where Failure == any Error {
+    init(catching body: () async throws -> Success) async {
+        do {
+            self = .success(try await body())
+        } catch {
+            self = .failure(error)
+        }
+    }
+}

@@ -1,0 +1,390 @@
+import CDBus
+import Dispatch
+
+/// Everything of one connection that touches libdbus. Confined to the connection's queue:
+/// every method runs there (libdbus callbacks arrive there, and the actor shares the queue).
+final class ConnectionCore: @unchecked Sendable {
+    let raw: OpaquePointer
+    let queue: DispatchQueue
+    let log: @Sendable (String) -> Void
+    private(set) var closedError: DBusError?
+
+    // Watches and timeouts.
+    private var timeouts: [OpaquePointer: DispatchTime] = [:]
+    private var timer: DispatchSourceTimer?
+    private var timerDeadline: DispatchTime?
+    private var dispatchScheduled = false
+
+    // Calls awaiting replies, by their DBusPendingCall.
+    private var pendingCalls: [ObjectIdentifier: (pending: OpaquePointer, reply: PendingReply)] = [:]
+
+    // Signal subscribers.
+    private var nextSubscriberID: UInt64 = 0
+    private var subscribers: [UInt64: SignalSubscriber] = [:]
+    private var trackedNames: [String: TrackedName] = [:]
+
+    // Exported objects.
+    var exports = ExportTable()
+
+    struct SignalSubscriber {
+        var rule: DBusMatchRule
+        var sink: SignalSink
+    }
+
+    struct TrackedName {
+        var owner: String?
+        var references: Int
+    }
+
+    init(raw: OpaquePointer, queue: DispatchQueue, log: @escaping @Sendable (String) -> Void) {
+        self.raw = raw
+        self.queue = queue
+        self.log = log
+    }
+
+    // MARK: - Setting up and tearing down
+
+    /// Hooks libdbus's watches, timeouts and dispatch onto the queue.
+    func start() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        dbus_connection_set_exit_on_disconnect(raw, 0)
+        dbus_connection_add_filter(
+            raw,
+            { _, message, context in
+                Unmanaged<ConnectionCore>.fromOpaque(context!).takeUnretainedValue().filter(message!)
+            }, context, nil)
+        dbus_connection_set_watch_functions(
+            raw,
+            { watch, context in
+                Unmanaged<ConnectionCore>.fromOpaque(context!).takeUnretainedValue().addWatch(watch!)
+                return 1
+            },
+            { watch, _ in WatchSource.remove(watch!) },
+            { watch, _ in WatchSource.toggle(watch!) },
+            context, nil)
+        dbus_connection_set_timeout_functions(
+            raw,
+            { timeout, context in
+                Unmanaged<ConnectionCore>.fromOpaque(context!).takeUnretainedValue().addTimeout(timeout!)
+                return 1
+            },
+            { timeout, context in
+                Unmanaged<ConnectionCore>.fromOpaque(context!).takeUnretainedValue().removeTimeout(timeout!)
+            },
+            { timeout, context in
+                Unmanaged<ConnectionCore>.fromOpaque(context!).takeUnretainedValue().toggleTimeout(timeout!)
+            },
+            context, nil)
+        dbus_connection_set_dispatch_status_function(
+            raw,
+            { _, status, context in
+                guard status == DBUS_DISPATCH_DATA_REMAINS else { return }
+                Unmanaged<ConnectionCore>.fromOpaque(context!).takeUnretainedValue().scheduleDispatch()
+            }, context, nil)
+        dbus_connection_set_wakeup_main_function(
+            raw,
+            { context in Unmanaged<ConnectionCore>.fromOpaque(context!).takeUnretainedValue().scheduleDispatch() },
+            context, nil)
+        scheduleDispatch()
+    }
+
+    /// Closes the connection; the `Disconnected` message that follows fails everything pending.
+    func close() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard closedError == nil else { return }
+        dbus_connection_close(raw)
+        dispatchAll()
+        if closedError == nil { connectionLost(DBusError(.disconnected, "the connection was closed")) }
+    }
+
+    /// Detaches from libdbus and releases the connection. Runs once, after the connection is closed.
+    private func teardown() {
+        dbus_connection_set_watch_functions(raw, nil, nil, nil, nil, nil)
+        dbus_connection_set_timeout_functions(raw, nil, nil, nil, nil, nil)
+        dbus_connection_set_dispatch_status_function(raw, nil, nil, nil)
+        dbus_connection_set_wakeup_main_function(raw, nil, nil, nil)
+        timer?.cancel()
+        timer = nil
+        timeouts.removeAll()
+        let raw = self.raw
+        // Unreferencing frees the filter's context pointer use; keep `self` alive until then.
+        withExtendedLifetime(self) { dbus_connection_unref(raw) }
+    }
+
+    private func connectionLost(_ error: DBusError) {
+        guard closedError == nil else { return }
+        closedError = error
+        let calls = pendingCalls
+        pendingCalls.removeAll()
+        for (pending, reply) in calls.values {
+            reply.resume(with: .failure(error))
+            dbus_pending_call_cancel(pending)
+            dbus_pending_call_unref(pending)
+        }
+        let sinks = subscribers.values.map(\.sink)
+        subscribers.removeAll()
+        for sink in sinks { sink.finish(throwing: error) }
+        exports.removeAll()
+        // libdbus may still be inside a callback of ours: detach on the next turn of the queue.
+        queue.async { self.teardown() }
+    }
+
+    // MARK: - Watches, timeouts, dispatch
+
+    private func addWatch(_ watch: OpaquePointer) {
+        WatchSource.add(watch, queue: queue) { [self] flags in
+            guard closedError == nil else { return }
+            dbus_watch_handle(watch, flags)
+            dispatchAll()
+        }
+    }
+
+    private func addTimeout(_ timeout: OpaquePointer) {
+        guard dbus_timeout_get_enabled(timeout) != 0 else { return }
+        let deadline = DispatchTime.now() + .milliseconds(Int(dbus_timeout_get_interval(timeout)))
+        timeouts[timeout] = deadline
+        if let current = timerDeadline, current <= deadline { return }
+        armTimer(at: deadline)
+    }
+
+    private func removeTimeout(_ timeout: OpaquePointer) {
+        // The timer is not rearmed: it fires once more for nothing, which is cheaper than a scan per call.
+        timeouts[timeout] = nil
+    }
+
+    private func toggleTimeout(_ timeout: OpaquePointer) {
+        removeTimeout(timeout)
+        addTimeout(timeout)
+    }
+
+    private func armTimer(at deadline: DispatchTime) {
+        let timer = self.timer ?? makeTimer()
+        timer.schedule(deadline: deadline, leeway: .milliseconds(1))
+        timerDeadline = deadline
+    }
+
+    private func makeTimer() -> DispatchSourceTimer {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.setEventHandler { [unowned self] in timerFired() }
+        timer.resume()
+        self.timer = timer
+        return timer
+    }
+
+    private func timerFired() {
+        timerDeadline = nil
+        let now = DispatchTime.now()
+        let expired = timeouts.filter { $0.value <= now }.map(\.key)
+        for timeout in expired where timeouts[timeout] != nil {
+            // A libdbus timeout repeats until it is removed or disabled.
+            timeouts[timeout] = now + .milliseconds(Int(dbus_timeout_get_interval(timeout)))
+            dbus_timeout_handle(timeout)
+        }
+        if let next = timeouts.values.min() { armTimer(at: next) }
+        dispatchAll()
+    }
+
+    func scheduleDispatch() {
+        guard !dispatchScheduled else { return }
+        dispatchScheduled = true
+        queue.async { [self] in
+            dispatchScheduled = false
+            dispatchAll()
+        }
+    }
+
+    func dispatchAll() {
+        while closedError == nil, dbus_connection_dispatch(raw) == DBUS_DISPATCH_DATA_REMAINS {}
+    }
+
+    // MARK: - Sending
+
+    /// Sends `message` (which this call consumes a reference of) and arranges for `reply` to be
+    /// resumed with the answer.
+    func send(_ message: OpaquePointer, replyTo reply: PendingReply, timeoutMilliseconds: Int32) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        defer { dbus_message_unref(message) }
+        if let closedError {
+            reply.resume(with: .failure(closedError))
+            return
+        }
+        var pending: OpaquePointer?
+        guard dbus_connection_send_with_reply(raw, message, &pending, timeoutMilliseconds) != 0 else {
+            reply.resume(with: .failure(DBusError(.noMemory, "could not queue the call")))
+            return
+        }
+        guard let pending else {
+            reply.resume(with: .failure(DBusError(.disconnected, "the connection is closed")))
+            return
+        }
+        pendingCalls[ObjectIdentifier(reply)] = (pending, reply)
+        let context = Unmanaged.passRetained(CallContext(core: self, reply: reply)).toOpaque()
+        dbus_pending_call_set_notify(
+            pending,
+            { pending, context in
+                let context = Unmanaged<CallContext>.fromOpaque(context!).takeUnretainedValue()
+                context.core.complete(pending!, reply: context.reply)
+            },
+            context,
+            { context in
+                // libdbus frees calls it drops (a closed connection) without notifying: fail them here.
+                let context = Unmanaged<CallContext>.fromOpaque(context!).takeRetainedValue()
+                context.reply.resume(
+                    with: .failure(DBusError(.disconnected, "the call was dropped with its connection")))
+            })
+    }
+
+    private final class CallContext {
+        let core: ConnectionCore
+        let reply: PendingReply
+        init(core: ConnectionCore, reply: PendingReply) {
+            self.core = core
+            self.reply = reply
+        }
+    }
+
+    /// Called by libdbus on the queue when a reply (or libdbus's own timeout error) is in.
+    private func complete(_ pending: OpaquePointer, reply: PendingReply) {
+        guard pendingCalls.removeValue(forKey: ObjectIdentifier(reply)) != nil else { return }
+        let result: Result<[DBusValue], any Error>
+        if let message = dbus_pending_call_steal_reply(pending) {
+            result = Self.decodeReply(message)
+            dbus_message_unref(message)
+        } else {
+            result = .failure(DBusError(.noReply, "no reply arrived"))
+        }
+        dbus_pending_call_unref(pending)
+        reply.resume(with: result)
+    }
+
+    /// Drops a cancelled call: its late reply, if any, is discarded by libdbus.
+    func cancel(_ reply: PendingReply) {
+        guard let pending = pendingCalls.removeValue(forKey: ObjectIdentifier(reply))?.pending else { return }
+        dbus_pending_call_cancel(pending)
+        dbus_pending_call_unref(pending)
+    }
+
+    static func decodeReply(_ message: OpaquePointer) -> Result<[DBusValue], any Error> {
+        if dbus_message_get_type(message) == ABLE_DBUS_MESSAGE_TYPE_ERROR {
+            let name =
+                dbus_message_get_error_name(message).map { String(cString: $0) } ?? DBusError.Name.failed.rawValue
+            var text = ""
+            if case .success(let arguments) = Result(catching: { try MessageCoding.decodeArguments(of: message) }),
+                case .string(let first)? = arguments.first
+            {
+                text = first
+            }
+            return .failure(DBusError(DBusError.Name(rawValue: name), text))
+        }
+        return Result { try MessageCoding.decodeArguments(of: message) }
+    }
+
+    /// Sends a message that expects no reply (a signal, a reply, or a call flagged no-reply).
+    func sendWithoutReply(_ message: OpaquePointer) {
+        defer { dbus_message_unref(message) }
+        guard closedError == nil else { return }
+        dbus_connection_send(raw, message, nil)
+    }
+
+    // MARK: - Receiving
+
+    private func filter(_ message: OpaquePointer) -> DBusHandlerResult {
+        switch dbus_message_get_type(message) {
+        case ABLE_DBUS_MESSAGE_TYPE_SIGNAL:
+            routeSignal(message)
+            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+        case ABLE_DBUS_MESSAGE_TYPE_METHOD_CALL:
+            handleMethodCall(message)
+            return DBUS_HANDLER_RESULT_HANDLED
+        default:
+            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+        }
+    }
+
+    private func routeSignal(_ message: OpaquePointer) {
+        let interface = dbus_message_get_interface(message).map { String(cString: $0) } ?? ""
+        let member = dbus_message_get_member(message).map { String(cString: $0) } ?? ""
+        if interface == "org.freedesktop.DBus.Local" && member == "Disconnected" {
+            connectionLost(DBusError(.disconnected, "the connection to the bus was lost"))
+            return
+        }
+        let sender = dbus_message_get_sender(message).map { String(cString: $0) } ?? ""
+        let pathText = dbus_message_get_path(message).map { String(cString: $0) } ?? "/"
+        var decoded: Result<[DBusValue], DBusError>?
+        func arguments() -> [DBusValue] {
+            if decoded == nil {
+                decoded = Result { () throws(DBusError) in try MessageCoding.decodeArguments(of: message) }
+            }
+            return (try? decoded!.get()) ?? []
+        }
+        if sender == "org.freedesktop.DBus" && member == "NameOwnerChanged" {
+            noteNameOwnerChange(arguments())
+        }
+        guard !subscribers.isEmpty else { return }
+        var signal: DBusSignal?
+        for subscriber in subscribers.values {
+            let rule = subscriber.rule
+            let owner = rule.sender.flatMap { trackedNames[$0]?.owner }
+            guard
+                rule.matches(
+                    sender: sender, path: pathText, interface: interface, member: member,
+                    arguments: arguments, senderOwner: owner)
+            else { continue }
+            if signal == nil {
+                _ = arguments()
+                if case .failure(let error) = decoded! {
+                    log("dropped a malformed \(interface).\(member) signal from \(sender): \(error)")
+                    return
+                }
+                signal = DBusSignal(
+                    sender: sender, path: DBusObjectPath(unchecked: pathText), interface: interface, member: member,
+                    arguments: arguments())
+            }
+            subscriber.sink.yield(signal!)
+        }
+    }
+
+    // MARK: - Subscriptions
+
+    func addSubscriber(_ rule: DBusMatchRule, sink: SignalSink) -> UInt64 {
+        nextSubscriberID += 1
+        subscribers[nextSubscriberID] = SignalSubscriber(rule: rule, sink: sink)
+        return nextSubscriberID
+    }
+
+    /// Removes a subscriber; returns whether it was still there.
+    @discardableResult
+    func removeSubscriber(_ id: UInt64) -> Bool {
+        subscribers.removeValue(forKey: id) != nil
+    }
+
+    /// Starts following the owner of a well-known name; returns whether this is the first reference.
+    func trackName(_ name: String) -> Bool {
+        if trackedNames[name] != nil {
+            trackedNames[name]!.references += 1
+            return false
+        }
+        trackedNames[name] = TrackedName(owner: nil, references: 1)
+        return true
+    }
+
+    /// Stops following a name; returns whether this was the last reference.
+    func untrackName(_ name: String) -> Bool {
+        guard var tracked = trackedNames[name] else { return false }
+        tracked.references -= 1
+        trackedNames[name] = tracked.references > 0 ? tracked : nil
+        return tracked.references == 0
+    }
+
+    func setOwner(_ owner: String?, of name: String) {
+        trackedNames[name]?.owner = owner
+    }
+
+    private func noteNameOwnerChange(_ arguments: [DBusValue]) {
+        guard arguments.count == 3, case .string(let name) = arguments[0], trackedNames[name] != nil,
+            case .string(let newOwner) = arguments[2]
+        else { return }
+        trackedNames[name]?.owner = newOwner.isEmpty ? nil : newOwner
+    }
+}

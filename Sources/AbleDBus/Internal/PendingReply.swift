@@ -1,0 +1,49 @@
+import Synchronization
+
+/// The continuation of one method call awaiting its reply, resumed exactly once: by the reply,
+/// by cancellation, by the connection's loss, or by libdbus freeing the call.
+final class PendingReply: Sendable {
+    private enum State {
+        case idle
+        case waiting(CheckedContinuation<[DBusValue], any Error>)
+        case finished
+    }
+
+    private let state = Mutex(State.idle)
+
+    /// Installs the continuation; returns `false` (and resumes it with `CancellationError`) when
+    /// the call was cancelled first.
+    func install(_ continuation: CheckedContinuation<[DBusValue], any Error>) -> Bool {
+        let installed = state.withLock { state in
+            guard case .idle = state else { return false }
+            state = .waiting(continuation)
+            return true
+        }
+        if !installed { continuation.resume(throwing: CancellationError()) }
+        return installed
+    }
+
+    /// Resumes the caller unless it was already resumed; returns whether this call resumed it.
+    @discardableResult
+    func resume(with result: Result<[DBusValue], any Error>) -> Bool {
+        let continuation: CheckedContinuation<[DBusValue], any Error>? = state.withLock { state in
+            switch state {
+            case .waiting(let continuation):
+                state = .finished
+                return continuation
+            case .idle:
+                // Cancelled before the continuation was installed: install() will see it.
+                state = .finished
+                return nil
+            case .finished:
+                return nil
+            }
+        }
+        continuation?.resume(with: result)
+        return continuation != nil
+    }
+
+    var isFinished: Bool {
+        state.withLock { if case .finished = $0 { true } else { false } }
+    }
+}

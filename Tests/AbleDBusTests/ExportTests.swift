@@ -1,0 +1,223 @@
+import AbleDBus
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+@Suite(.timeLimit(.minutes(1)))
+struct ExportTests {
+    static let thermometer = "org.example.Thermometer"
+
+    /// An object with a read-only `Unit`, a writable `Celsius` (int16), and a write-only-by-method `Reset`.
+    static func thermometerInterface(_ celsius: Locked<Int16>) -> DBusInterface {
+        DBusInterface(
+            thermometer,
+            methods: [
+                DBusMethod.immediate("Reset") { _ in
+                    celsius.value = 0; return []
+                }
+            ],
+            properties: [
+                .constant("Unit", "celsius"),
+                DBusProperty(
+                    "Celsius", signature: .int16, get: { .int16(celsius.value) },
+                    set: { _, value in
+                        let newValue = try value.decode(Int16.self)
+                        guard newValue > -274 else { throw DBusError(.invalidArgs, "below absolute zero") }
+                        celsius.value = newValue
+                    }),
+            ],
+            signals: [DBusSignalDeclaration("Alarm", signature: "s")])
+    }
+
+    func properties(_ client: DBusConnection, _ server: DBusConnection, _ method: String, _ arguments: [DBusValue])
+        async throws -> [DBusValue]
+    {
+        try await client.call(
+            destination: server.uniqueName, path: "/thermo", interface: "org.freedesktop.DBus.Properties",
+            method: method, arguments: arguments)
+    }
+
+    @Test func propertiesCanBeReadListedAndWritten() async throws {
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            let celsius = Locked<Int16>(21)
+            try await server.export([Self.thermometerInterface(celsius)], at: "/thermo")
+            let changes = try await client.signals(
+                matching: DBusMatchRule(
+                    path: "/thermo", interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged"))
+
+            let unit = try await properties(client, server, "Get", [.string(Self.thermometer), .string("Unit")])
+            #expect(unit == [.variant(.string("celsius"))])
+
+            let all = try await properties(client, server, "GetAll", [.string(Self.thermometer)])
+            let dictionary = try all[0].decode([String: DBusVariant].self)
+            #expect(try dictionary.decode("Celsius", as: Int16.self) == 21)
+            #expect(try dictionary.decode("Unit", as: String.self) == "celsius")
+
+            _ = try await properties(
+                client, server, "Set", [.string(Self.thermometer), .string("Celsius"), .variant(.int16(30))])
+            #expect(celsius.value == 30)
+
+            for try await signal in changes {
+                #expect(signal.arguments[0] == .string(Self.thermometer))
+                let changed = try signal.arguments[1].decode([String: DBusVariant].self)
+                #expect(try changed.decode("Celsius", as: Int16.self) == 30)
+                break
+            }
+        }
+    }
+
+    @Test func badPropertyAccessGetsTheStandardErrors() async throws {
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            let celsius = Locked<Int16>(21)
+            try await server.export([Self.thermometerInterface(celsius)], at: "/thermo")
+            let cases: [(String, [DBusValue], DBusError.Name)] = [
+                ("Get", [.string(Self.thermometer), .string("Kelvin")], .unknownProperty),
+                ("Get", [.string("org.example.None"), .string("Unit")], .unknownInterface),
+                ("Set", [.string(Self.thermometer), .string("Unit"), .variant(.string("kelvin"))], .propertyReadOnly),
+                ("Set", [.string(Self.thermometer), .string("Celsius"), .variant(.string("warm"))], .invalidArgs),
+                ("Set", [.string(Self.thermometer), .string("Celsius"), .variant(.int16(-300))], .invalidArgs),
+            ]
+            for (method, arguments, expected) in cases {
+                let error = await #expect(throws: DBusError.self) {
+                    try await properties(client, server, method, arguments)
+                }
+                #expect(error?.name == expected, "\(method) \(arguments)")
+            }
+            #expect(celsius.value == 21)
+        }
+    }
+
+    @Test func anObjectManagerListsItsObjectsAndAnnouncesChanges() async throws {
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            try await server.exportObjectManager(at: "/app")
+            let announcements = try await client.signals(
+                matching: DBusMatchRule(sender: server.uniqueName, interface: "org.freedesktop.DBus.ObjectManager"))
+            let celsius = Locked<Int16>(5)
+            try await server.export([Self.thermometerInterface(celsius)], at: "/app/thermo0")
+
+            let reply = try await client.call(
+                destination: server.uniqueName, path: "/app", interface: "org.freedesktop.DBus.ObjectManager",
+                method: "GetManagedObjects")
+            let objects = try reply[0].decode([DBusObjectPath: [String: [String: DBusVariant]]].self)
+            #expect(Array(objects.keys) == ["/app/thermo0"])
+            #expect(try objects["/app/thermo0"]?[Self.thermometer]?.decode("Celsius", as: Int16.self) == 5)
+
+            #expect(await server.unexport("/app/thermo0"))
+            var members: [String] = []
+            for try await signal in announcements {
+                members.append(signal.member)
+                #expect(signal.arguments[0] == .objectPath("/app/thermo0"))
+                if members.count == 2 { break }
+            }
+            #expect(members == ["InterfacesAdded", "InterfacesRemoved"])
+            let unknown = await #expect(throws: DBusError.self) {
+                try await properties(client, server, "GetAll", [.string(Self.thermometer)])
+            }
+            #expect(unknown?.name == .unknownObject)
+        }
+    }
+
+    @Test func introspectionDescribesObjectsAndChildren() async throws {
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            try await server.export([Self.thermometerInterface(Locked<Int16>(0))], at: "/app/thermo0")
+            func introspect(_ path: DBusObjectPath) async throws -> String {
+                try await client.call(
+                    destination: server.uniqueName, path: path, interface: "org.freedesktop.DBus.Introspectable",
+                    method: "Introspect")[0].decode()
+            }
+            let object = try await introspect("/app/thermo0")
+            #expect(object.contains("<interface name=\"org.example.Thermometer\">"))
+            #expect(object.contains("<property name=\"Celsius\" type=\"n\" access=\"readwrite\"/>"))
+            #expect(object.contains("<method name=\"Reset\">"))
+            #expect(try await introspect("/").contains("<node name=\"app\"/>"))
+            #expect(try await introspect("/app").contains("<node name=\"thermo0\"/>"))
+        }
+    }
+
+    @Test func callsFromUnauthorizedSendersAreRefusedAndChangeNothing() async throws {
+        try await withPrivateBus { bus, server in
+            let trusted = try await bus.connect()
+            let stranger = try await bus.connect()
+            let celsius = Locked<Int16>(21)
+            let trustedName = trusted.uniqueName
+            try await server.export(
+                [Self.thermometerInterface(celsius)], at: "/thermo", authorize: { $0 == trustedName })
+            for (method, arguments) in [
+                ("Set", [DBusValue.string(Self.thermometer), .string("Celsius"), .variant(.int16(99))]),
+                ("Get", [.string(Self.thermometer), .string("Celsius")]),
+            ] {
+                let error = await #expect(throws: DBusError.self) {
+                    try await properties(stranger, server, method, arguments)
+                }
+                #expect(error?.name == .accessDenied)
+            }
+            let reset = await #expect(throws: DBusError.self) {
+                try await stranger.call(
+                    destination: server.uniqueName, path: "/thermo", interface: Self.thermometer, method: "Reset")
+            }
+            #expect(reset?.name == .accessDenied)
+            #expect(celsius.value == 21)
+            _ = try await trusted.call(
+                destination: server.uniqueName, path: "/thermo", interface: Self.thermometer, method: "Reset")
+            #expect(celsius.value == 0)
+        }
+    }
+
+    @Test func exportingTwiceAtOnePathIsRefused() async throws {
+        try await withPrivateBus { _, server in
+            try await server.export([EchoService.interfaceDeclaration()], at: EchoService.path)
+            await #expect(throws: DBusError.self) {
+                try await server.export([EchoService.interfaceDeclaration()], at: EchoService.path)
+            }
+        }
+    }
+
+    @Test func fileDescriptorsPassBothWays() async throws {
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            try await server.export(
+                [
+                    DBusInterface(
+                        "org.example.Pipe",
+                        methods: [
+                            // Reads what the caller's descriptor holds, and hands back a new one.
+                            DBusMethod("Swap", in: "h", out: "sh") { call in
+                                let received = try call.argument(0, as: DBusFileDescriptor.self)
+                                let fd = try #require(received.take())
+                                defer { close(fd) }
+                                var buffer = [UInt8](repeating: 0, count: 64)
+                                let count = read(fd, &buffer, buffer.count)
+                                var fds: [Int32] = [0, 0]
+                                guard pipe(&fds) == 0 else { throw DBusError(.failed, "pipe") }
+                                _ = "from server".withCString { write(fds[1], $0, 11) }
+                                close(fds[1])
+                                return [
+                                    .string(String(decoding: buffer.prefix(max(count, 0)), as: UTF8.self)),
+                                    .unixFD(DBusFileDescriptor(owning: fds[0])),
+                                ]
+                            }
+                        ])
+                ], at: "/pipe")
+            var fds: [Int32] = [0, 0]
+            #expect(pipe(&fds) == 0)
+            _ = "from client".withCString { write(fds[1], $0, 11) }
+            close(fds[1])
+            let reply = try await client.call(
+                destination: server.uniqueName, path: "/pipe", interface: "org.example.Pipe", method: "Swap",
+                arguments: [.unixFD(DBusFileDescriptor(owning: fds[0]))])
+            #expect(reply[0] == .string("from client"))
+            let descriptor = try reply[1].decode(DBusFileDescriptor.self)
+            let fd = try #require(descriptor.take())
+            defer { close(fd) }
+            var buffer = [UInt8](repeating: 0, count: 64)
+            let count = read(fd, &buffer, buffer.count)
+            #expect(String(decoding: buffer.prefix(max(count, 0)), as: UTF8.self) == "from server")
+        }
+    }
+}

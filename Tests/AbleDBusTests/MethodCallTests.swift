@@ -1,0 +1,196 @@
+import AbleDBus
+import Testing
+
+@Suite(.timeLimit(.minutes(1)))
+struct MethodCallTests {
+    @Test func aCallToTheBusDaemonReturnsItsReply() async throws {
+        try await withPrivateBus { _, connection in
+            let reply = try await connection.call(
+                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                method: "GetId")
+            let id = try #require(reply.first).decode(String.self)
+            #expect(id.count == 32)
+            #expect(connection.uniqueName.hasPrefix(":"))
+        }
+    }
+
+    @Test(arguments: ["Echo", "EchoNow"])
+    func anExportedMethodAnswersAnotherConnection(method: String) async throws {
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            try await server.export([EchoService.interfaceDeclaration()], at: EchoService.path)
+            let reply = try await EchoService.call(client, on: server, method, [.variant(.string("hi"))])
+            #expect(reply == [.variant(.string("hi"))])
+        }
+    }
+
+    @Test func theHandlerSeesTheCallersUniqueName() async throws {
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            try await server.export([EchoService.interfaceDeclaration()], at: EchoService.path)
+            let reply = try await EchoService.call(client, on: server, "Sender")
+            #expect(reply == [.string(client.uniqueName)])
+        }
+    }
+
+    @Test func anErrorReplyCarriesItsNameAndMessage() async throws {
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            try await server.export([EchoService.interfaceDeclaration()], at: EchoService.path)
+            let error = await #expect(throws: DBusError.self) {
+                try await EchoService.call(
+                    client, on: server, "Fail",
+                    [.string("org.bluez.Error.Failed"), .string("le-connection-abort-by-local")])
+            }
+            #expect(error?.name.rawValue == "org.bluez.Error.Failed")
+            #expect(error?.message == "le-connection-abort-by-local")
+        }
+    }
+
+    @Test func aCallThatGetsNoReplyInTimeThrowsNoReply() async throws {
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            try await server.export([EchoService.interfaceDeclaration()], at: EchoService.path)
+            let clock = ContinuousClock()
+            let start = clock.now
+            let error = await #expect(throws: DBusError.self) {
+                try await EchoService.call(client, on: server, "Sleep", [.uint32(5000)], timeout: .milliseconds(200))
+            }
+            #expect(error?.isTimeout == true)
+            #expect(clock.now - start < .seconds(4))
+            // The connection is still fine afterwards.
+            #expect(
+                try await EchoService.call(client, on: server, "Echo", [.variant(.byte(1))]) == [.variant(.byte(1))])
+        }
+    }
+
+    @Test func aCancelledCallThrowsCancellationErrorAtOnce() async throws {
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            try await server.export([EchoService.interfaceDeclaration()], at: EchoService.path)
+            let task = Task { try await EchoService.call(client, on: server, "Sleep", [.uint32(3000)]) }
+            try await Task.sleep(for: .milliseconds(100))
+            let clock = ContinuousClock()
+            let start = clock.now
+            task.cancel()
+            await #expect(throws: CancellationError.self) { try await task.value }
+            #expect(clock.now - start < .seconds(1))
+            // The late reply is dropped and later calls work.
+            #expect(
+                try await EchoService.call(client, on: server, "Echo", [.variant(.uint16(7))]) == [.variant(.uint16(7))]
+            )
+        }
+    }
+
+    @Test func aCallFromAnAlreadyCancelledTaskNeverLeaves() async throws {
+        try await withPrivateBus { bus, server in
+            try await server.export([EchoService.interfaceDeclaration()], at: EchoService.path)
+            let task = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await EchoService.call(server, on: server, "Echo", [.variant(.byte(1))])
+            }
+            await #expect(throws: CancellationError.self) { try await task.value }
+        }
+    }
+
+    @Test func tenThousandConcurrentCallsAllGetTheirOwnReply() async throws {
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            try await server.export([EchoService.interfaceDeclaration()], at: EchoService.path)
+            let count = 10_000
+            let sum = try await withThrowingTaskGroup(of: UInt64.self) { group in
+                for index in 0..<count {
+                    group.addTask {
+                        let reply = try await EchoService.call(
+                            client, on: server, "EchoNow", [.variant(.uint64(UInt64(index)))])
+                        let value = try #require(reply.first?.unwrappingVariant).decode(UInt64.self)
+                        #expect(value == UInt64(index))
+                        return value
+                    }
+                }
+                return try await group.reduce(0, +)
+            }
+            #expect(sum == UInt64(count * (count - 1) / 2))
+        }
+    }
+
+    @Test func unknownObjectsMethodsAndInterfacesGetTheStandardErrors() async throws {
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            try await server.export([EchoService.interfaceDeclaration()], at: EchoService.path)
+            let cases: [(DBusObjectPath, String, String, DBusError.Name)] = [
+                ("/nothing/here", EchoService.interface, "Echo", .unknownObject),
+                (EchoService.path, EchoService.interface, "NoSuchMethod", .unknownMethod),
+                (EchoService.path, "org.example.Missing", "Echo", .unknownInterface),
+            ]
+            for (path, interface, method, expected) in cases {
+                let error = await #expect(throws: DBusError.self) {
+                    try await client.call(
+                        destination: server.uniqueName, path: path, interface: interface, method: method,
+                        arguments: [.variant(.byte(0))])
+                }
+                #expect(error?.name == expected)
+            }
+        }
+    }
+
+    @Test func argumentsOfTheWrongSignatureNeverReachTheHandler() async throws {
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            try await server.export([EchoService.interfaceDeclaration()], at: EchoService.path)
+            let error = await #expect(throws: DBusError.self) {
+                try await EchoService.call(client, on: server, "Sleep", [.string("soon")])
+            }
+            #expect(error?.name == .invalidArgs)
+        }
+    }
+
+    @Test func aHandlerReturningTheWrongTypeRepliesWithAnErrorInsteadOfGarbage() async throws {
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            try await server.export([EchoService.interfaceDeclaration()], at: EchoService.path)
+            let error = await #expect(throws: DBusError.self) {
+                try await EchoService.call(client, on: server, "Wrong")
+            }
+            #expect(error?.name == .failed)
+        }
+    }
+
+    @Test func argumentsLibdbusWouldRejectThrowBeforeAnythingIsSent() async throws {
+        try await withPrivateBus { _, connection in
+            let invalid: [DBusValue] = [
+                .array(.string, [.uint32(1)]),
+                .string("nul\u{0}inside"),
+                .dictionary(key: "v", value: .string, []),
+                .structure([]),
+            ]
+            for value in invalid {
+                await #expect(throws: DBusError.self) {
+                    try await EchoService.call(connection, on: connection, "Echo", [.variant(value)])
+                }
+            }
+        }
+    }
+
+    @Test func callsFromAnActorSharingTheConnectionsExecutorWork() async throws {
+        actor Caller {
+            let connection: DBusConnection
+            nonisolated var unownedExecutor: UnownedSerialExecutor { connection.executor.asUnownedSerialExecutor() }
+            init(_ connection: DBusConnection) { self.connection = connection }
+            func run(_ count: Int) async throws -> Int {
+                var total = 0
+                for index in 0..<count {
+                    let reply = try await connection.call(
+                        destination: connection.uniqueName, path: EchoService.path, interface: EchoService.interface,
+                        method: "EchoNow", arguments: [.variant(.int32(Int32(index)))])
+                    total += Int(try reply[0].unwrappingVariant.decode(Int32.self))
+                }
+                return total
+            }
+        }
+        try await withPrivateBus { _, connection in
+            try await connection.export([EchoService.interfaceDeclaration()], at: EchoService.path)
+            #expect(try await Caller(connection).run(100) == 4950)
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import AbleDBus
+import Foundation
+
+/// A `dbus-daemon` of the test's own, on a socket in a fresh temporary directory.
+final class PrivateBus: Sendable {
+    let address: String
+    private let process: Process
+    private let control: FileHandle
+    private let daemonPID: pid_t
+    private let directory: URL
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("able-bus-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let socket = directory.appendingPathComponent("bus").path
+        let config = directory.appendingPathComponent("bus.conf")
+        try """
+        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+        <busconfig>
+          <type>session</type>
+          <listen>unix:path=\(socket)</listen>
+          <auth>EXTERNAL</auth>
+          <policy context="default">
+            <allow send_destination="*" eavesdrop="true"/>
+            <allow eavesdrop="true"/>
+            <allow own="*"/>
+          </policy>
+          <limit name="max_replies_per_connection">50000</limit>
+          <limit name="max_match_rules_per_connection">50000</limit>
+          <limit name="max_incoming_bytes">1000000000</limit>
+          <limit name="max_outgoing_bytes">1000000000</limit>
+          <limit name="max_message_size">1000000000</limit>
+        </busconfig>
+        """.write(to: config, atomically: true, encoding: .utf8)
+        // The daemon runs under a small shell that kills it when our end of its standard input
+        // closes, so a crashed or killed test run leaves no daemon behind.
+        let control = Pipe()
+        let output = Pipe()
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = [
+            "-c",
+            "\"$0\" --config-file=\"$1\" --nofork --nopidfile --nosyslog >/dev/null 2>&1 </dev/null & "
+                + "echo $!; read -r _; kill $! 2>/dev/null",
+            PrivateBus.daemonPath, config.path,
+        ]
+        process.standardInput = control
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        self.control = control.fileHandleForWriting
+        let pidLine = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        daemonPID = pid_t(pidLine.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        address = "unix:path=\(socket)"
+        // The daemon is ready once its socket exists.
+        for _ in 0..<500 where !FileManager.default.fileExists(atPath: socket) {
+            usleep(10_000)
+        }
+        guard daemonPID > 0, FileManager.default.fileExists(atPath: socket) else {
+            try? self.control.close()
+            throw DBusError(.failed, "dbus-daemon did not create \(socket)")
+        }
+    }
+
+    static let daemonPath: String = {
+        for candidate in ["/usr/bin/dbus-daemon", "/bin/dbus-daemon", "/usr/local/bin/dbus-daemon"]
+        where FileManager.default.isExecutableFile(atPath: candidate) {
+            return candidate
+        }
+        return "/usr/bin/dbus-daemon"
+    }()
+
+    func connect() async throws -> DBusConnection {
+        // The socket exists a moment before the daemon listens on it.
+        for _ in 0..<100 {
+            do {
+                return try await DBusConnection.connect(to: .address(address), log: { _ in })
+            } catch let error as DBusError where error.name.rawValue == "org.freedesktop.DBus.Error.NoServer" {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        return try await DBusConnection.connect(to: .address(address), log: { _ in })
+    }
+
+    /// Kills the daemon at once, as a crash would.
+    func kill() {
+        Foundation.kill(daemonPID, SIGKILL)
+    }
+
+    deinit {
+        try? control.close()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// Runs `body` with a fresh private bus and a connection to it.
+func withPrivateBus<T>(_ body: (PrivateBus, DBusConnection) async throws -> T) async throws -> T {
+    let bus = try PrivateBus()
+    let connection = try await bus.connect()
+    defer { _ = bus }
+    let result = try await body(bus, connection)
+    await connection.close()
+    return result
+}
