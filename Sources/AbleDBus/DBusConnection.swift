@@ -96,19 +96,28 @@ public actor DBusConnection {
     private static func openBlocking(_ bus: Bus) throws -> (OpaquePointer, String) {
         var error = DBusErrorBox()
         defer { error.free() }
-        let raw: OpaquePointer?
+        // The addresses are read at each connect (libdbus reads them once per process).
+        let address: String?
         switch bus.kind {
         case .system:
-            raw = dbus_bus_get_private(DBUS_BUS_SYSTEM, &error.raw)
+            address =
+                getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) }
+                ?? "unix:path=/var/run/dbus/system_bus_socket"
         case .session:
-            raw = dbus_bus_get_private(DBUS_BUS_SESSION, &error.raw)
-        case .address(let address):
+            address = getenv("DBUS_SESSION_BUS_ADDRESS").map { String(cString: $0) }
+        case .address(let given):
+            address = given
+        }
+        let raw: OpaquePointer?
+        if let address {
             raw = dbus_connection_open_private(address, &error.raw)
             if let raw, dbus_bus_register(raw, &error.raw) == 0 {
                 dbus_connection_close(raw)
                 dbus_connection_unref(raw)
                 throw error.swiftError(default: "could not register with \(address)")
             }
+        } else {
+            raw = dbus_bus_get_private(DBUS_BUS_SESSION, &error.raw)
         }
         guard let raw else { throw error.swiftError(default: "could not connect to the \(bus)") }
         let uniqueName = dbus_bus_get_unique_name(raw).map { String(cString: $0) } ?? ""

@@ -1,4 +1,5 @@
 import AbleDBus
+import Foundation
 import Testing
 
 @Suite(.timeLimit(.minutes(1)))
@@ -192,5 +193,34 @@ struct MethodCallTests {
             try await connection.export([EchoService.interfaceDeclaration()], at: EchoService.path)
             #expect(try await Caller(connection).run(100) == 4950)
         }
+    }
+}
+
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct WellKnownBusTests {
+    @Test(arguments: ["DBUS_SESSION_BUS_ADDRESS", "DBUS_SYSTEM_BUS_ADDRESS"])
+    func theSessionAndSystemBusesAreFoundThroughTheirEnvironmentVariables(variable: String) async throws {
+        let bus = try PrivateBus()
+        await (try bus.connect()).close()  // the daemon is listening
+        let previous = ProcessInfo.processInfo.environment[variable]
+        setenv(variable, bus.address, 1)
+        defer {
+            if let previous { setenv(variable, previous, 1) } else { unsetenv(variable) }
+        }
+        let connection = try await DBusConnection.connect(
+            to: variable == "DBUS_SESSION_BUS_ADDRESS" ? .session : .system, log: { _ in })
+        let id = try await connection.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            method: "GetId")
+        #expect(try id[0].decode(String.self).count == 32)
+        await connection.close()
+    }
+
+    @Test func severalConnectionsLiveSideBySide() async throws {
+        let bus = try PrivateBus()
+        var connections: [DBusConnection] = []
+        for _ in 0..<8 { connections.append(try await bus.connect()) }
+        #expect(Set(connections.map(\.uniqueName)).count == 8)
+        for connection in connections { await connection.close() }
     }
 }
