@@ -25,8 +25,9 @@ let package = Package(
             dependencies: ["AbleDBus"],
             path: "Benchmarks/AbleBenchmarks"
         ),
-        .testTarget(name: "AbleDBusTests", dependencies: ["AbleDBus"]),
-        .testTarget(name: "AbleTests", dependencies: ["Able"]),
+        .target(name: "AbleTestSupport", dependencies: ["AbleDBus"], path: "Tests/Support"),
+        .testTarget(name: "AbleDBusTests", dependencies: ["AbleDBus", "AbleTestSupport"]),
+        .testTarget(name: "AbleTests", dependencies: ["Able", "AbleDBus", "AbleTestSupport"]),
         .testTarget(name: "RealBlueZTests", dependencies: ["Able", "AbleDBus"]),
     ],
     swiftLanguageModes: [.v6]

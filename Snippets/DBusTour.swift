@@ -33,7 +33,8 @@ try await server.export(
             methods: [
                 DBusMethod("Greet", in: "s", out: "s") { [server] call in
                     let name = try call.argument(0, as: String.self)
-                    try server.emitSignal(path: path, interface: "org.example.Greeter", member: "Greeted", arguments: [.string(name)])
+                    try server.emitSignal(
+                        path: path, interface: "org.example.Greeter", member: "Greeted", arguments: [.string(name)])
                     return [.string("Hello, \(name)! You are \(call.sender).")]
                 }
             ],

@@ -1,4 +1,5 @@
 import AbleDBus
+import AbleTestSupport
 import Foundation
 import Testing
 

@@ -1,4 +1,5 @@
 import AbleDBus
+import AbleTestSupport
 import Testing
 
 @Suite(.timeLimit(.minutes(1)))
@@ -133,20 +134,5 @@ struct SignalTests {
             #expect(seen.map(\.newOwner) == [owner.uniqueName, nil])
             #expect(try await watcher.nameOwner(of: "org.example.Watched") == nil)
         }
-    }
-}
-
-/// Polls `condition` every 10 ms until it holds, failing the test after `timeout`.
-func waitUntil(
-    timeout: Duration = .seconds(5), sourceLocation: SourceLocation = #_sourceLocation,
-    _ condition: () async throws -> Bool
-) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while try await !condition() {
-        guard ContinuousClock.now < deadline else {
-            Issue.record("condition not met within \(timeout)", sourceLocation: sourceLocation)
-            return
-        }
-        try await Task.sleep(for: .milliseconds(10))
     }
 }

@@ -1,4 +1,5 @@
 import AbleDBus
+import AbleTestSupport
 import Testing
 
 @Suite(.timeLimit(.minutes(1)))

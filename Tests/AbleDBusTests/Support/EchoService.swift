@@ -1,4 +1,5 @@
 import AbleDBus
+import AbleTestSupport
 
 /// An object exported by tests: `Echo(v) -> v`, `Sleep(u ms)`, `Fail(s name, s message)`, `Wrong() -> s`
 /// (declared to return `u`), and `TakeFD(h) -> s` which reads what the descriptor holds.

@@ -2,14 +2,14 @@ import AbleDBus
 import Foundation
 
 /// A `dbus-daemon` of the test's own, on a socket in a fresh temporary directory.
-final class PrivateBus: Sendable {
-    let address: String
+public final class PrivateBus: Sendable {
+    public let address: String
     private let process: Process
     private let control: FileHandle
     private let daemonPID: pid_t
     private let directory: URL
 
-    init() throws {
+    public init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("able-bus-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let socket = directory.appendingPathComponent("bus").path
@@ -71,7 +71,7 @@ final class PrivateBus: Sendable {
         return "/usr/bin/dbus-daemon"
     }()
 
-    func connect() async throws -> DBusConnection {
+    public func connect() async throws -> DBusConnection {
         // The socket exists a moment before the daemon listens on it.
         for _ in 0..<100 {
             do {
@@ -84,7 +84,7 @@ final class PrivateBus: Sendable {
     }
 
     /// Kills the daemon at once, as a crash would.
-    func kill() {
+    public func kill() {
         Foundation.kill(daemonPID, SIGKILL)
     }
 
@@ -95,7 +95,7 @@ final class PrivateBus: Sendable {
 }
 
 /// Runs `body` with a fresh private bus and a connection to it.
-func withPrivateBus<T>(_ body: (PrivateBus, DBusConnection) async throws -> T) async throws -> T {
+public func withPrivateBus<T>(_ body: (PrivateBus, DBusConnection) async throws -> T) async throws -> T {
     let bus = try PrivateBus()
     let connection = try await bus.connect()
     defer { _ = bus }

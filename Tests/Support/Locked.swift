@@ -1,14 +1,14 @@
 import Synchronization
 
 /// A value shared between a test and the handlers it exports.
-final class Locked<Value: Sendable>: Sendable {
+public final class Locked<Value: Sendable>: Sendable {
     private let mutex: Mutex<Value>
 
-    init(_ value: Value) {
+    public init(_ value: Value) {
         mutex = Mutex(value)
     }
 
-    var value: Value {
+    public var value: Value {
         get { mutex.withLock { $0 } }
         set { mutex.withLock { $0 = newValue } }
     }

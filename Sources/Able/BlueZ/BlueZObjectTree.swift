@@ -1,0 +1,198 @@
+import AbleDBus
+import Synchronization
+
+/// One change of BlueZ's object tree, in the order BlueZ announced it.
+enum ObjectTreeChange: Sendable {
+    case interfacesAdded(DBusObjectPath, [String: [String: DBusVariant]])
+    case interfacesRemoved(DBusObjectPath, [String])
+    case propertiesChanged(DBusObjectPath, interface: String, changed: [String: DBusVariant], invalidated: [String])
+}
+
+/// The objects of one D-Bus service with an `ObjectManager` at `/` (BlueZ), tracked once per
+/// connection: one `GetManagedObjects`, then `InterfacesAdded`, `InterfacesRemoved` and
+/// `PropertiesChanged`. When the service leaves the bus (bluetoothd stops) every object is
+/// removed; when it comes back the tree is loaded again and its objects are added.
+///
+/// Readers take synchronous snapshots; listeners get every change through ``changes()``.
+final class BlueZObjectTree: Sendable {
+    typealias Interfaces = [String: [String: DBusVariant]]
+
+    struct State {
+        var objects: [DBusObjectPath: Interfaces] = [:]
+        var owner: String?
+        var listeners: [UInt64: AsyncStream<ObjectTreeChange>.Continuation] = [:]
+        var nextListener: UInt64 = 0
+
+        /// Applies a change; returns whether it changed anything.
+        mutating func apply(_ change: ObjectTreeChange) -> Bool {
+            switch change {
+            case .interfacesAdded(let path, let interfaces):
+                objects[path, default: [:]].merge(interfaces) { $1 }
+            case .interfacesRemoved(let path, let names):
+                guard var object = objects[path] else { return false }
+                for name in names { object[name] = nil }
+                objects[path] = object.isEmpty ? nil : object
+            case .propertiesChanged(let path, let interface, let changed, let invalidated):
+                guard objects[path]?[interface] != nil else { return false }
+                objects[path]![interface]!.merge(changed) { $1 }
+                for name in invalidated { objects[path]![interface]![name] = nil }
+            }
+            return true
+        }
+    }
+
+    let connection: DBusConnection
+    let service: String
+    private let state = Mutex(State())
+    private let tasks = Mutex<[Task<Void, Never>]>([])
+
+    private init(connection: DBusConnection, service: String) {
+        self.connection = connection
+        self.service = service
+    }
+
+    /// Starts tracking `service` on `connection`.
+    ///
+    /// - Throws: ``BluetoothError`` (``BluetoothError/Code/daemonUnavailable``) when the service is
+    ///   not on the bus, or the D-Bus error of the first `GetManagedObjects`.
+    static func start(on connection: DBusConnection, service: String = "org.bluez") async throws -> BlueZObjectTree {
+        let tree = BlueZObjectTree(connection: connection, service: service)
+        // Subscribe before loading, so no change between the two is missed.
+        let signals = try await connection.signals(matching: DBusMatchRule(sender: service), bufferLimit: 65_536)
+        let owners = try await connection.nameOwnerChanges(of: service)
+        guard let owner = try await connection.nameOwner(of: service) else {
+            throw BluetoothError(.daemonUnavailable, message: "\(service) is not on the bus: is bluetoothd running?")
+        }
+        try await tree.load(owner: owner)
+        tree.tasks.withLock { tasks in
+            tasks.append(Task { [weak tree] in await tree?.follow(signals) })
+            tasks.append(Task { [weak tree] in await tree?.follow(owners) })
+        }
+        return tree
+    }
+
+    deinit {
+        for task in tasks.withLock({ $0 }) { task.cancel() }
+        for listener in state.withLock({ $0.listeners.values }) { listener.finish() }
+    }
+
+    /// Every object now.
+    var objects: [DBusObjectPath: Interfaces] { state.withLock { $0.objects } }
+
+    /// The interfaces of one object now, or `nil` when it does not exist.
+    func interfaces(at path: DBusObjectPath) -> Interfaces? { state.withLock { $0.objects[path] } }
+
+    /// The properties of one interface of one object now.
+    func properties(of interface: String, at path: DBusObjectPath) -> [String: DBusVariant]? {
+        state.withLock { $0.objects[path]?[interface] }
+    }
+
+    /// The unique bus name of the service now, or `nil` while it is away.
+    var owner: String? { state.withLock { $0.owner } }
+
+    /// The changes from now on.
+    ///
+    /// Buffering: unbounded, since a listener that fell behind and lost a change would hold a
+    /// wrong picture of the tree; listeners are Able's own, and keep up.
+    func changes() -> AsyncStream<ObjectTreeChange> {
+        let (stream, continuation) = AsyncStream<ObjectTreeChange>.makeStream()
+        let id = state.withLock { state in
+            state.nextListener += 1
+            state.listeners[state.nextListener] = continuation
+            return state.nextListener
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.listeners.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    private func publish(_ changes: [ObjectTreeChange]) {
+        let (applied, listeners) = state.withLock { state in
+            let applied = changes.filter { state.apply($0) }
+            return (applied, applied.isEmpty ? [] : Array(state.listeners.values))
+        }
+        for listener in listeners {
+            for change in applied { listener.yield(change) }
+        }
+    }
+
+    private func load(owner: String) async throws {
+        let reply = try await connection.call(
+            destination: service, path: .root, interface: "org.freedesktop.DBus.ObjectManager",
+            method: "GetManagedObjects")
+        let objects = try reply.first.unwrapped("GetManagedObjects").decode([DBusObjectPath: Interfaces].self)
+        state.withLock { $0.owner = owner }
+        publish(objects.sorted { $0.key < $1.key }.map { .interfacesAdded($0.key, $0.value) })
+    }
+
+    private func follow(_ signals: DBusSignalStream) async {
+        do {
+            for try await signal in signals {
+                // The rule's sender is the service's name: AbleDBus delivers only what its
+                // current owner sends, in bus order.
+                guard let change = Self.change(from: signal) else { continue }
+                publish([change])
+            }
+        } catch {
+            // The connection is gone: the tree can no longer be trusted.
+            vanish()
+        }
+    }
+
+    private func follow(_ owners: NameOwnerChangeStream) async {
+        do {
+            for try await change in owners {
+                vanish()
+                if let newOwner = change.newOwner {
+                    state.withLock { $0.owner = newOwner }
+                    // bluetoothd needs a moment to export its tree after taking the name.
+                    try? await load(owner: newOwner)
+                }
+            }
+        } catch {
+            vanish()
+        }
+    }
+
+    /// Removes every object, as happens when the service leaves the bus.
+    private func vanish() {
+        let removals = state.withLock { state in
+            state.owner = nil
+            return state.objects.sorted { $0.key < $1.key }.map {
+                ObjectTreeChange.interfacesRemoved($0.key, Array($0.value.keys))
+            }
+        }
+        publish(removals)
+    }
+
+    static func change(from signal: DBusSignal) -> ObjectTreeChange? {
+        do {
+            switch (signal.interface, signal.member) {
+            case ("org.freedesktop.DBus.ObjectManager", "InterfacesAdded"):
+                guard signal.arguments.count == 2 else { return nil }
+                return .interfacesAdded(try signal.arguments[0].decode(), try signal.arguments[1].decode())
+            case ("org.freedesktop.DBus.ObjectManager", "InterfacesRemoved"):
+                guard signal.arguments.count == 2 else { return nil }
+                return .interfacesRemoved(try signal.arguments[0].decode(), try signal.arguments[1].decode())
+            case ("org.freedesktop.DBus.Properties", "PropertiesChanged"):
+                guard signal.arguments.count == 3 else { return nil }
+                return .propertiesChanged(
+                    signal.path, interface: try signal.arguments[0].decode(), changed: try signal.arguments[1].decode(),
+                    invalidated: try signal.arguments[2].decode())
+            default:
+                return nil
+            }
+        } catch {
+            // A malformed announcement is ignored rather than corrupting the tree.
+            return nil
+        }
+    }
+}
+
+extension Optional where Wrapped == DBusValue {
+    func unwrapped(_ what: String) throws -> DBusValue {
+        guard let self else { throw BluetoothError(.protocolError, message: "\(what) returned no value") }
+        return self
+    }
+}

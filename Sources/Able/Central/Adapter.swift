@@ -1,0 +1,115 @@
+/// A local Bluetooth adapter: its state, its power, and the stream of its changes.
+///
+/// Obtain the system's default adapter with ``default()`` or one by name with ``named(_:)``.
+/// The same type serves every backend: BlueZ on a real system, the simulator in tests.
+///
+/// ```swift
+/// let adapter = try await Adapter.default()
+/// if await !adapter.state.isPowered { try await adapter.setPowered(true) }
+/// for await state in await adapter.stateChanges() { print(state) }
+/// ```
+public actor Adapter {
+    /// What an adapter looks like at one moment.
+    public struct State: Sendable, Equatable, CustomStringConvertible {
+        /// The adapter's name, such as `hci0`.
+        public var name: String
+        /// Its public address.
+        public var address: BluetoothAddress?
+        /// Its system name (BlueZ's `Name`).
+        public var systemName: String
+        /// The name it shows to others (BlueZ's `Alias`).
+        public var alias: String
+        /// Whether the radio is on.
+        public var isPowered: Bool
+        /// Whether other devices can discover it.
+        public var isDiscoverable: Bool
+        /// Whether other devices can pair with it.
+        public var isPairable: Bool
+        /// Whether it is scanning.
+        public var isDiscovering: Bool
+        /// Whether the adapter exists now: `false` while `bluetoothd` restarts or after it is unplugged.
+        public var isPresent: Bool
+
+        public var description: String {
+            guard isPresent else { return "\(name): absent" }
+            return "\(name) \(address.map(String.init(describing:)) ?? "?") \(isPowered ? "powered" : "off")"
+                + (isDiscovering ? ", discovering" : "") + (isDiscoverable ? ", discoverable" : "")
+        }
+
+        static func absent(_ name: String) -> State {
+            State(
+                name: name, address: nil, systemName: "", alias: "", isPowered: false, isDiscoverable: false,
+                isPairable: false, isDiscovering: false, isPresent: false)
+        }
+    }
+
+    let backend: any AdapterBackend
+
+    /// The adapter's name, such as `hci0`.
+    public nonisolated let name: String
+
+    init(backend: any AdapterBackend) {
+        self.backend = backend
+        self.name = backend.name
+    }
+
+    /// The system's default adapter: the first one BlueZ lists (usually `hci0`).
+    ///
+    /// - Throws: ``BluetoothError`` with ``BluetoothError/Code/daemonUnavailable`` when BlueZ is not
+    ///   running, ``BluetoothError/Code/notAvailable`` when it has no adapter.
+    public static func `default`() async throws -> Adapter {
+        Adapter(backend: try await BlueZAdapterBackend.open(name: nil, system: BlueZSystem.shared()))
+    }
+
+    /// The adapter with the given name, such as `hci1`.
+    ///
+    /// - Throws: ``BluetoothError`` with ``BluetoothError/Code/doesNotExist`` when there is no such
+    ///   adapter, ``BluetoothError/Code/daemonUnavailable`` when BlueZ is not running.
+    public static func named(_ name: String) async throws -> Adapter {
+        Adapter(backend: try await BlueZAdapterBackend.open(name: name, system: BlueZSystem.shared()))
+    }
+
+    /// The adapter's state now.
+    public var state: State { backend.currentState }
+
+    /// Turns the radio on or off.
+    ///
+    /// The corresponding BlueZ property is `org.bluez.Adapter1.Powered`.
+    /// - Throws: ``BluetoothError`` when BlueZ refuses (for example ``BluetoothError/Code/notReady``
+    ///   or a blocked radio) or the adapter is gone.
+    public func setPowered(_ powered: Bool) async throws {
+        try await backend.set(.powered, .boolean(powered))
+    }
+
+    /// Makes the adapter discoverable by others, or not.
+    ///
+    /// The corresponding BlueZ property is `org.bluez.Adapter1.Discoverable`.
+    public func setDiscoverable(_ discoverable: Bool) async throws {
+        try await backend.set(.discoverable, .boolean(discoverable))
+    }
+
+    /// Allows pairing with the adapter, or not.
+    ///
+    /// The corresponding BlueZ property is `org.bluez.Adapter1.Pairable`.
+    public func setPairable(_ pairable: Bool) async throws {
+        try await backend.set(.pairable, .boolean(pairable))
+    }
+
+    /// Sets the name the adapter shows to others; the empty string restores the system name.
+    ///
+    /// The corresponding BlueZ property is `org.bluez.Adapter1.Alias`.
+    public func setAlias(_ alias: String) async throws {
+        try await backend.set(.alias, .string(alias))
+    }
+
+    /// The adapter's states from now on, starting with the current one.
+    ///
+    /// A state is delivered each time one of its values changes, including the adapter
+    /// disappearing (``State/isPresent`` false, when `bluetoothd` stops) and coming back.
+    ///
+    /// Buffering: the newest state only; a consumer that falls behind skips intermediate states
+    /// (the count of skipped states is not kept: only the latest state matters).
+    public func stateChanges() -> AsyncStream<State> {
+        backend.stateChanges()
+    }
+}

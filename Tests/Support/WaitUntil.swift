@@ -1,0 +1,16 @@
+import Testing
+
+/// Polls `condition` every 10 ms until it holds, failing the test after `timeout`.
+public func waitUntil(
+    timeout: Duration = .seconds(5), sourceLocation: SourceLocation = #_sourceLocation,
+    _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else {
+            Issue.record("condition not met within \(timeout)", sourceLocation: sourceLocation)
+            return
+        }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
