@@ -10,8 +10,8 @@ import Synchronization
 /// counted in ``droppedCount``; none are reordered.
 ///
 /// **Lifetime:** the subscription (and its match rule in the bus daemon) ends when iteration
-/// ends, when the iterating task is cancelled, or when the last copy of the stream is
-/// discarded. When the connection is lost the stream throws a ``DBusError`` with the name
+/// ends (the loop is left and its iterator discarded), when the iterating task is cancelled,
+/// or when the last copy of the stream is discarded. When the connection is lost the stream throws a ``DBusError`` with the name
 /// ``DBusError/Name/disconnected``.
 ///
 /// - Important: A stream is meant for one consumer. Several iterators of one stream share its
@@ -26,12 +26,14 @@ public struct DBusSignalStream: AsyncSequence, Sendable {
     public var droppedCount: Int { sink.droppedCount }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: base.makeAsyncIterator())
+        AsyncIterator(base: base.makeAsyncIterator(), lifetime: IterationLifetime(sink))
     }
 
-    /// The iterator of a signal stream; not `Sendable`, like every iterator.
+    /// The iterator of a signal stream; not `Sendable`, like every iterator. When it goes away
+    /// (the loop ended), the subscription ends.
     public struct AsyncIterator: AsyncIteratorProtocol {
         var base: AsyncThrowingStream<DBusSignal, any Error>.AsyncIterator
+        let lifetime: IterationLifetime
 
         public mutating func next() async throws -> DBusSignal? {
             try await base.next()
@@ -40,6 +42,19 @@ public struct DBusSignalStream: AsyncSequence, Sendable {
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> DBusSignal? {
             try await base.next(isolation: actor)
         }
+    }
+}
+
+/// Ends the subscription when the stream's iterator goes away.
+final class IterationLifetime: Sendable {
+    private let sink: SignalSink
+
+    init(_ sink: SignalSink) {
+        self.sink = sink
+    }
+
+    deinit {
+        sink.finish()
     }
 }
 

@@ -77,3 +77,50 @@ struct BlueZAdapterBackend: AdapterBackend {
         return stream
     }
 }
+
+extension BlueZAdapterBackend {
+    func scan(_ filter: ScanFilter, into continuation: ScanStream.Continuation) async throws {
+        // Listen before discovery starts, so the first reports are not missed.
+        let changes = system.tree.changes()
+        let id = try await system.discovery.begin(filter, on: path, of: system)
+        let task = Task { [system, path] in
+            var seen = Set<BluetoothAddress>()
+            for await change in changes {
+                // A report's values are those of its announcement, not the tree's latest.
+                let device: DBusObjectPath
+                var reported: [String: DBusVariant] = [:]
+                switch change {
+                case .interfacesAdded(let changed, let interfaces) where interfaces["org.bluez.Device1"] != nil:
+                    device = changed
+                    reported = interfaces["org.bluez.Device1"]!
+                case .propertiesChanged(let changed, "org.bluez.Device1", let properties, _)
+                where properties.keys.contains(where: Self.reportProperties.contains):
+                    device = changed
+                    reported = properties
+                case .interfacesRemoved(path, let interfaces) where interfaces.contains(Self.interface):
+                    continuation.finish(
+                        throwing: BluetoothError(.notAvailable, message: "adapter \(path.lastElement) went away"))
+                    return
+                default:
+                    continue
+                }
+                guard device.parent == path,
+                    let known = system.tree.properties(of: "org.bluez.Device1", at: device),
+                    let discovery = Discovery(bluezDevice: known.merging(reported) { $1 }), filter.matches(discovery)
+                else { continue }
+                if !filter.allowsDuplicates {
+                    guard seen.insert(discovery.address).inserted else { continue }
+                }
+                continuation.yield(discovery)
+            }
+            continuation.finish()
+        }
+        continuation.onTermination { [system, path] in
+            task.cancel()
+            Task { await system.discovery.end(id, on: path, of: system) }
+        }
+    }
+
+    /// Device properties whose change means a new advertising report arrived.
+    static let reportProperties: Set<String> = ["RSSI", "ManufacturerData", "ServiceData", "TxPower"]
+}

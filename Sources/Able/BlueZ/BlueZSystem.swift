@@ -6,6 +6,7 @@ import Synchronization
 package final class BlueZSystem: Sendable {
     let connection: DBusConnection
     let tree: BlueZObjectTree
+    let discovery: BlueZDiscoveryCoordinator
 
     static let service = "org.bluez"
     private static let sharedSystem = Mutex<BlueZSystem?>(nil)
@@ -13,6 +14,7 @@ package final class BlueZSystem: Sendable {
     private init(connection: DBusConnection, tree: BlueZObjectTree) {
         self.connection = connection
         self.tree = tree
+        self.discovery = BlueZDiscoveryCoordinator()
     }
 
     /// Opens a system on a given connection (tests use a private bus with a fake BlueZ).

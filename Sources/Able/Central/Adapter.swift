@@ -112,4 +112,22 @@ public actor Adapter {
     public func stateChanges() -> AsyncStream<State> {
         backend.stateChanges()
     }
+
+    /// Starts scanning for devices.
+    ///
+    /// Several scans can run at once, on one adapter or several: they share one BlueZ discovery
+    /// session per adapter, and each delivers only what its own filter asks for. Discovery stops
+    /// in BlueZ when the last scan ends. See ``ScanStream`` for buffering and lifetime.
+    ///
+    /// The corresponding BlueZ methods are `org.bluez.Adapter1.SetDiscoveryFilter`,
+    /// `StartDiscovery` and `StopDiscovery`.
+    /// - Parameter filter: What to deliver.
+    /// - Returns: The discoveries, as they come.
+    /// - Throws: ``BluetoothError`` when BlueZ refuses to start discovery (for example
+    ///   ``BluetoothError/Code/notReady`` while the adapter is powered off).
+    public func scan(_ filter: ScanFilter = ScanFilter()) async throws -> ScanStream {
+        let (stream, continuation) = ScanStream.make()
+        try await backend.scan(filter, into: continuation)
+        return stream
+    }
 }

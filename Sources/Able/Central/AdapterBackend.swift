@@ -6,6 +6,8 @@ package protocol AdapterBackend: Sendable {
     var currentState: Adapter.State { get }
     func set(_ property: AdapterProperty, _ value: DBusValue) async throws
     func stateChanges() -> AsyncStream<Adapter.State>
+    /// Starts a scan; discoveries go to `continuation` until it terminates.
+    func scan(_ filter: ScanFilter, into continuation: ScanStream.Continuation) async throws
 }
 
 /// The writable adapter properties, by their BlueZ names.

@@ -70,7 +70,7 @@ struct AdapterTests {
         let second = try await FakeBlueZ.start(on: bus)
         #expect(await states.next()?.isPresent == true)
         try await hci1.setAlias("back")
-        #expect(await hci1.state.alias == "fake-hci1")  // the fake announces nothing for Set
+        try await waitUntil { await hci1.state.alias == "back" }
         _ = second
     }
 

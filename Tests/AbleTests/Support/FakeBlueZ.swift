@@ -1,10 +1,15 @@
 import AbleDBus
 import AbleTestSupport
+import Foundation
 
 /// A stand-in for `bluetoothd` on a private bus: it owns `org.bluez` and exports adapters with
 /// the `org.bluez.Adapter1` properties Able reads, under an object manager at `/`.
 final class FakeBlueZ: Sendable {
     let connection: DBusConnection
+    /// The discovery calls received, in order: `SetDiscoveryFilter`, `StartDiscovery`, `StopDiscovery`.
+    let discoveryCalls = Locked<[String]>([])
+    /// The last discovery filter set.
+    let discoveryFilter = Locked<[String: DBusVariant]>([:])
     private let adapters: [String: Locked<[String: DBusValue]>]
 
     static func start(on bus: PrivateBus, adapters names: [String] = ["hci0", "hci1"]) async throws -> FakeBlueZ {
@@ -39,8 +44,51 @@ final class FakeBlueZ: Sendable {
                 return DBusProperty(
                     key, signature: properties.value[key]!.signature, get: { properties.value[key]! }, set: set)
             }
-            try await connection.export([DBusInterface("org.bluez.Adapter1", properties: declared)], at: path)
+            let calls = discoveryCalls
+            let filter = discoveryFilter
+            let methods = [
+                DBusMethod.immediate("SetDiscoveryFilter", in: "a{sv}") { call in
+                    calls.value.append("SetDiscoveryFilter")
+                    filter.value = try call.argument(0)
+                    return []
+                },
+                DBusMethod("StartDiscovery") { [weak self] _ in
+                    calls.value.append("StartDiscovery")
+                    self?.change(name, "Discovering", to: .boolean(true))
+                    return []
+                },
+                DBusMethod("StopDiscovery") { [weak self] _ in
+                    calls.value.append("StopDiscovery")
+                    self?.change(name, "Discovering", to: .boolean(false))
+                    return []
+                },
+            ]
+            try await connection.export(
+                [DBusInterface("org.bluez.Adapter1", methods: methods, properties: declared)], at: path)
         }
+    }
+
+    /// Makes a device appear under an adapter, as BlueZ does for a first advertising report.
+    func addDevice(
+        _ address: String, on adapter: String = "hci0", name: String? = nil, uuids: [String] = [], rssi: Int16 = -50
+    ) async throws {
+        var properties: [DBusProperty] = [
+            .constant("Address", address), .constant("AddressType", "public"), .constant("UUIDs", uuids),
+            .constant("RSSI", rssi), .constant("Connected", false),
+        ]
+        if let name { properties.append(.constant("Name", name)) }
+        try await connection.export(
+            [DBusInterface("org.bluez.Device1", properties: properties)], at: devicePath(address, on: adapter))
+    }
+
+    /// Announces a new advertising report of a known device.
+    func report(_ address: String, on adapter: String = "hci0", rssi: Int16) {
+        connection.emitPropertiesChanged(
+            path: devicePath(address, on: adapter), interface: "org.bluez.Device1", changed: ["RSSI": .int16(rssi)])
+    }
+
+    func devicePath(_ address: String, on adapter: String) -> DBusObjectPath {
+        DBusObjectPath(rawValue: "/org/bluez/\(adapter)/dev_" + address.replacingOccurrences(of: ":", with: "_"))!
     }
 
     /// Changes a property without telling anyone, as no real BlueZ would.

@@ -1,0 +1,103 @@
+import Synchronization
+
+/// The devices a scan discovers, for `for try await`.
+///
+/// **Buffering:** the newest 256 discoveries the consumer has not taken yet; when the buffer
+/// is full the oldest is dropped and counted in ``droppedCount``.
+///
+/// **Lifetime:** the scan runs until iteration ends, the iterating task is cancelled, or the
+/// stream is discarded; when the last scan of the adapter ends, Able stops discovery in BlueZ.
+/// The stream throws when the adapter or `bluetoothd` goes away.
+public struct ScanStream: AsyncSequence, Sendable {
+    public typealias Element = Discovery
+    typealias Base = AsyncThrowingStream<Discovery, any Error>
+
+    /// The producing end, fed by a backend.
+    package struct Continuation: Sendable {
+        let base: Base.Continuation
+        let counter: DropCounter
+
+        package func yield(_ discovery: Discovery) {
+            if case .dropped = base.yield(discovery) { counter.increment() }
+        }
+
+        package func finish(throwing error: (any Error)? = nil) { base.finish(throwing: error) }
+
+        package func onTermination(_ handler: @escaping @Sendable () -> Void) {
+            base.onTermination = { _ in handler() }
+        }
+    }
+
+    let base: Base
+    let continuation: Base.Continuation
+    let counter: DropCounter
+
+    static func make() -> (ScanStream, Continuation) {
+        let (base, continuation) = Base.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let counter = DropCounter()
+        return (
+            ScanStream(base: base, continuation: continuation, counter: counter),
+            Continuation(base: continuation, counter: counter)
+        )
+    }
+
+    /// How many discoveries were dropped because the consumer fell behind.
+    public var droppedCount: Int { counter.value }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: base.makeAsyncIterator(), lifetime: IterationLifetime(continuation))
+    }
+
+    /// The iterator of a scan; not `Sendable`. When it goes away (the loop ended), the scan ends.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: Base.AsyncIterator
+        let lifetime: IterationLifetime<Discovery>
+        public mutating func next() async throws -> Discovery? { try await base.next() }
+    }
+
+    /// The first discovery, or an error when none comes within `timeout`; the scan then ends.
+    ///
+    /// ```swift
+    /// let device = try await adapter.scan(ScanFilter(serviceUUIDs: [heartRate])).first(timeout: .seconds(3))
+    /// ```
+    ///
+    /// - Throws: ``BluetoothError`` with ``BluetoothError/Code/timeout`` when nothing was found in time.
+    public func first(timeout: Duration) async throws -> Discovery {
+        try await withThrowingTaskGroup(of: Discovery?.self) { group in
+            group.addTask {
+                var iterator = makeAsyncIterator()
+                return try await iterator.next()
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let discovery = first else {
+                throw BluetoothError(.timeout, message: "no device matched the scan within \(timeout)")
+            }
+            return discovery
+        }
+    }
+}
+
+/// Counts what a full buffer dropped.
+final class DropCounter: Sendable {
+    private let count = Atomic<Int>(0)
+    var value: Int { count.load(ordering: .relaxed) }
+    func increment() { count.add(1, ordering: .relaxed) }
+}
+
+/// Ends a stream when its iterator goes away, so that breaking out of a `for try await` loop
+/// ends the work behind the stream even while the stream itself is still referenced.
+final class IterationLifetime<Element: Sendable>: Sendable {
+    private let continuation: AsyncThrowingStream<Element, any Error>.Continuation
+
+    init(_ continuation: AsyncThrowingStream<Element, any Error>.Continuation) {
+        self.continuation = continuation
+    }
+
+    deinit {
+        continuation.finish()
+    }
+}
