@@ -1,5 +1,6 @@
 import CDBus
 import Dispatch
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -229,11 +230,45 @@ public actor DBusConnection {
     /// - Returns: The stream of matching signals.
     /// - Throws: ``DBusError`` when the daemon rejects the rule or the connection is closed.
     public func signals(matching rule: DBusMatchRule, bufferLimit: Int = 1024) async throws -> DBusSignalStream {
-        if let closedError = core.closedError { throw closedError }
         let (base, continuation) = AsyncThrowingStream<DBusSignal, any Error>.makeStream(
             bufferingPolicy: .bufferingOldest(max(bufferLimit, 1)))
         let sink = SignalSink(continuation)
-        let id = core.addSubscriber(rule, sink: sink)
+        let end = try await addSubscription(rule, receiver: sink)
+        continuation.onTermination = { _ in end() }
+        return DBusSignalStream(base: base, sink: sink)
+    }
+
+    /// Subscribes to the signals a rule matches, handing each one to `handler` on the
+    /// connection's queue as it is dispatched: no buffer, no task, no hop.
+    ///
+    /// This is the fast path for code that fans signals out itself (Able's notification streams
+    /// use it). The handler must return quickly and never block.
+    ///
+    /// - Parameters:
+    ///   - rule: Which signals to receive.
+    ///   - handler: Called with each matching signal, in bus order.
+    ///   - onEnd: Called once when the subscription ends: with `nil` after ``DBusSignalSubscription/cancel()``,
+    ///     with a ``DBusError`` when the connection is lost.
+    /// - Returns: The subscription; it stays active until cancelled or the connection is lost.
+    /// - Throws: ``DBusError`` when the daemon rejects the rule or the connection is closed.
+    public func subscribe(
+        matching rule: DBusMatchRule, handler: @escaping @Sendable (DBusSignal) -> Void,
+        onEnd: @escaping @Sendable ((any Error)?) -> Void = { _ in }
+    ) async throws -> DBusSignalSubscription {
+        let receiver = HandlerReceiver(handler: handler, onEnd: onEnd)
+        let end = try await addSubscription(rule, receiver: receiver)
+        return DBusSignalSubscription {
+            end()
+            receiver.finish(throwing: nil)
+        }
+    }
+
+    /// Registers a receiver and installs its rule; returns the function that ends it.
+    private func addSubscription(
+        _ rule: DBusMatchRule, receiver: any SignalReceiver
+    ) async throws -> @Sendable () -> Void {
+        if let closedError = core.closedError { throw closedError }
+        let id = core.addSubscriber(rule, sink: receiver)
         let trackedName = rule.sender.flatMap { $0.hasPrefix(":") || $0 == Self.busName ? nil : $0 }
         do {
             if let trackedName, core.trackName(trackedName) {
@@ -244,14 +279,13 @@ public actor DBusConnection {
         } catch {
             core.removeSubscriber(id)
             if let trackedName { stopTracking(trackedName) }
-            sink.finish()
+            receiver.finish(throwing: nil)
             throw error
         }
-        continuation.onTermination = { [weak self] _ in
+        return { [weak self] in
             guard let self else { return }
             Task { await self.endSubscription(id, rule: rule, trackedName: trackedName) }
         }
-        return DBusSignalStream(base: base, sink: sink)
     }
 
     private func endSubscription(_ id: UInt64, rule: DBusMatchRule, trackedName: String?) {
@@ -436,6 +470,51 @@ public actor DBusConnection {
         try await call(
             destination: Self.busName, path: Self.busPath, interface: Self.busName, method: method, arguments: arguments
         )
+    }
+}
+
+/// A subscription made with ``DBusConnection/subscribe(matching:handler:onEnd:)``.
+public final class DBusSignalSubscription: Sendable {
+    private let end: Mutex<(@Sendable () -> Void)?>
+
+    init(end: @escaping @Sendable () -> Void) {
+        self.end = Mutex(end)
+    }
+
+    /// Ends the subscription and removes its match rule; calling it again does nothing.
+    public func cancel() {
+        end.withLock { end in
+            defer { end = nil }
+            return end
+        }?()
+    }
+
+    deinit {
+        cancel()
+    }
+}
+
+/// Hands signals to a closure, until finished.
+final class HandlerReceiver: SignalReceiver {
+    private let handler: @Sendable (DBusSignal) -> Void
+    private let onEnd: Mutex<(@Sendable ((any Error)?) -> Void)?>
+
+    init(handler: @escaping @Sendable (DBusSignal) -> Void, onEnd: @escaping @Sendable ((any Error)?) -> Void) {
+        self.handler = handler
+        self.onEnd = Mutex(onEnd)
+    }
+
+    func yield(_ signal: DBusSignal) {
+        // A cancelled subscription may still be in the core's table for a moment: deliver nothing.
+        guard onEnd.withLock({ $0 != nil }) else { return }
+        handler(signal)
+    }
+
+    func finish(throwing error: (any Error)?) {
+        onEnd.withLock { onEnd in
+            defer { onEnd = nil }
+            return onEnd
+        }?(error)
     }
 }
 

@@ -58,8 +58,14 @@ final class IterationLifetime: Sendable {
     }
 }
 
+/// Where a subscription's signals go; called on the connection's queue.
+protocol SignalReceiver: Sendable {
+    func yield(_ signal: DBusSignal)
+    func finish(throwing error: (any Error)?)
+}
+
 /// The producing end of a signal stream: yielded to on the connection's queue.
-final class SignalSink: Sendable {
+final class SignalSink: SignalReceiver {
     private let continuation: AsyncThrowingStream<DBusSignal, any Error>.Continuation
     private let dropped = Atomic<Int>(0)
 

@@ -136,3 +136,47 @@ struct SignalTests {
         }
     }
 }
+
+@Suite(.timeLimit(.minutes(1)))
+struct SignalHandlerTests {
+    @Test func aHandlerSubscriptionDeliversInOrderUntilCancelled() async throws {
+        try await withPrivateBus { bus, receiver in
+            let emitter = try await bus.connect()
+            let received = Locked<[UInt32]>([])
+            let ended = Locked(false)
+            let before = try await receiver.matchRuleCount()
+            let subscription = try await receiver.subscribe(
+                matching: DBusMatchRule(interface: "org.example.Ticker"),
+                handler: { signal in
+                    if case .uint32(let value)? = signal.arguments.first { received.value.append(value) }
+                }, onEnd: { _ in ended.value = true })
+            for index in 0..<50 {
+                try emitter.emitSignal(
+                    path: "/t", interface: "org.example.Ticker", member: "Tick", arguments: [.uint32(UInt32(index))])
+            }
+            try await waitUntil { received.value.count == 50 }
+            #expect(received.value == Array(0..<50))
+            subscription.cancel()
+            #expect(ended.value)
+            try await waitUntil { try await receiver.matchRuleCount() == before }
+            try emitter.emitSignal(
+                path: "/t", interface: "org.example.Ticker", member: "Tick", arguments: [.uint32(99)])
+            _ = try await emitter.nameOwner(of: "org.freedesktop.DBus")
+            _ = try await receiver.nameOwner(of: "org.freedesktop.DBus")
+            #expect(received.value.count == 50)
+        }
+    }
+
+    @Test func aHandlerSubscriptionEndsWithAnErrorWhenTheBusDies() async throws {
+        let bus = try PrivateBus()
+        let receiver = try await bus.connect()
+        let ended = Locked<String?>(nil)
+        let subscription = try await receiver.subscribe(
+            matching: DBusMatchRule(interface: "org.example.Ticker"), handler: { _ in },
+            onEnd: { error in ended.value = (error as? DBusError)?.name.rawValue ?? "no error" })
+        bus.kill()
+        try await waitUntil { ended.value != nil }
+        #expect(ended.value == DBusError.Name.disconnected.rawValue)
+        subscription.cancel()
+    }
+}

@@ -28,7 +28,7 @@ final class ConnectionCore: @unchecked Sendable {
 
     struct SignalSubscriber {
         var rule: DBusMatchRule
-        var sink: SignalSink
+        var sink: any SignalReceiver
     }
 
     struct TrackedName {
@@ -347,7 +347,7 @@ final class ConnectionCore: @unchecked Sendable {
 
     // MARK: - Subscriptions
 
-    func addSubscriber(_ rule: DBusMatchRule, sink: SignalSink) -> UInt64 {
+    func addSubscriber(_ rule: DBusMatchRule, sink: any SignalReceiver) -> UInt64 {
         nextSubscriberID += 1
         subscribers[nextSubscriberID] = SignalSubscriber(rule: rule, sink: sink)
         return nextSubscriberID
