@@ -121,6 +121,10 @@ extension BlueZAdapterBackend {
         }
     }
 
+    func peripheral(address: BluetoothAddress) -> any PeripheralBackend {
+        BlueZPeripheralBackend(system: system, adapter: path, address: address)
+    }
+
     /// Device properties whose change means a new advertising report arrived.
     static let reportProperties: Set<String> = ["RSSI", "ManufacturerData", "ServiceData", "TxPower"]
 }

@@ -6,7 +6,7 @@ import AbleDBus
 actor BlueZDiscoveryCoordinator {
     private var scans: [DBusObjectPath: [UInt64: ScanFilter]] = [:]
     private var nextID: UInt64 = 0
-    private var tail: Task<Void, Never>?
+    private let queue = SerialTaskQueue()
 
     /// Adds a scan; returns its identifier once BlueZ is discovering with a filter that covers it.
     func begin(_ filter: ScanFilter, on adapter: DBusObjectPath, of system: BlueZSystem) async throws -> UInt64 {
@@ -15,7 +15,7 @@ actor BlueZDiscoveryCoordinator {
         scans[adapter, default: [:]][id] = filter
         let first = scans[adapter]!.count == 1
         let merged = Self.merge(Array(scans[adapter]!.values))
-        let result: Result<Void, any Error> = await serialized { [system] in
+        let result: Result<Void, any Error> = await queue.runCatching { [system] in
             do {
                 try await system.call(adapter, "org.bluez.Adapter1", "SetDiscoveryFilter", [merged])
                 if first { _ = try await system.call(adapter, "org.bluez.Adapter1", "StartDiscovery") }
@@ -37,7 +37,7 @@ actor BlueZDiscoveryCoordinator {
     func end(_ id: UInt64, on adapter: DBusObjectPath, of system: BlueZSystem) async {
         guard scans[adapter]?.removeValue(forKey: id) != nil else { return }
         let remaining = Array(scans[adapter]!.values)
-        _ = await serialized { [system] () -> Result<Void, any Error> in
+        _ = await queue.runCatching { [system] () -> Result<Void, any Error> in
             if remaining.isEmpty {
                 _ = try? await system.call(adapter, "org.bluez.Adapter1", "StopDiscovery")
                 _ = try? await system.call(
@@ -52,18 +52,6 @@ actor BlueZDiscoveryCoordinator {
 
     /// How many scans are running on an adapter.
     func activeScans(on adapter: DBusObjectPath) -> Int { scans[adapter]?.count ?? 0 }
-
-    private func serialized(_ operation: @escaping @Sendable () async -> Result<Void, any Error>) async -> Result<
-        Void, any Error
-    > {
-        let previous = tail
-        let task = Task {
-            await previous?.value
-            return await operation()
-        }
-        tail = Task { _ = await task.value }
-        return await task.value
-    }
 
     /// The filter BlueZ gets: LE only, and services or RSSI only when every scan asks for them
     /// (BlueZ would otherwise hide from one scan what another needs).

@@ -117,6 +117,18 @@ final class BlueZObjectTree: Sendable {
         }
     }
 
+    /// Reads one interface's properties again and applies them as a change.
+    ///
+    /// BlueZ does not announce every change (5.66 often omits `Connected = true` after
+    /// `Device1.Connect`), so a caller that must know calls this after the operation.
+    func refresh(_ interface: String, at path: DBusObjectPath) async throws {
+        let reply = try await connection.call(
+            destination: service, path: path, interface: "org.freedesktop.DBus.Properties", method: "GetAll",
+            arguments: [.string(interface)])
+        let properties = try reply.first.unwrapped("GetAll").decode([String: DBusVariant].self)
+        publish([.propertiesChanged(path, interface: interface, changed: properties, invalidated: [])])
+    }
+
     private func load(owner: String) async throws {
         let reply = try await connection.call(
             destination: service, path: .root, interface: "org.freedesktop.DBus.ObjectManager",

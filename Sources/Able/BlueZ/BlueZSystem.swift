@@ -7,6 +7,7 @@ package final class BlueZSystem: Sendable {
     let connection: DBusConnection
     let tree: BlueZObjectTree
     let discovery: BlueZDiscoveryCoordinator
+    let notifications = BlueZNotificationHub()
 
     static let service = "org.bluez"
     private static let sharedSystem = Mutex<BlueZSystem?>(nil)

@@ -113,6 +113,34 @@ public actor Adapter {
         backend.stateChanges()
     }
 
+    /// The peripheral a scan discovered.
+    public func peripheral(for discovery: Discovery) -> Peripheral {
+        peripheral(address: discovery.address)
+    }
+
+    /// The peripheral with the given address (BlueZ must have seen it, in a scan or bonded).
+    public func peripheral(address: BluetoothAddress) -> Peripheral {
+        Peripheral(backend: backend.peripheral(address: address))
+    }
+
+    /// Connects to a peripheral, runs `body`, and disconnects, whatever `body` does.
+    ///
+    /// - Throws: What connecting or `body` throws.
+    public func withConnection<T: Sendable>(
+        to discovery: Discovery, timeout: Duration = .seconds(30), _ body: (Peripheral) async throws -> T
+    ) async throws -> T {
+        let peripheral = peripheral(for: discovery)
+        try await peripheral.connect(timeout: timeout)
+        do {
+            let result = try await body(peripheral)
+            try? await peripheral.disconnect()
+            return result
+        } catch {
+            try? await peripheral.disconnect()
+            throw error
+        }
+    }
+
     /// Starts scanning for devices.
     ///
     /// Several scans can run at once, on one adapter or several: they share one BlueZ discovery

@@ -8,6 +8,7 @@ package protocol AdapterBackend: Sendable {
     func stateChanges() -> AsyncStream<Adapter.State>
     /// Starts a scan; discoveries go to `continuation` until it terminates.
     func scan(_ filter: ScanFilter, into continuation: ScanStream.Continuation) async throws
+    func peripheral(address: BluetoothAddress) -> any PeripheralBackend
 }
 
 /// The writable adapter properties, by their BlueZ names.

@@ -1,0 +1,112 @@
+import AbleDBus
+import Synchronization
+
+/// Fans BlueZ's notifications out to Able's streams: one D-Bus subscription and one
+/// `StartNotify` per characteristic, whatever the number of streams, and `StopNotify` when
+/// the last stream ends. Values go from the connection's dispatch straight into the streams.
+final class BlueZNotificationHub: Sendable {
+    /// The streams of one characteristic; touched on the hot path, so a lock and no actor.
+    final class Fanout: Sendable {
+        let consumers = Mutex<[UInt64: NotificationStream.Continuation]>([:])
+
+        func deliver(_ signal: DBusSignal) {
+            guard signal.arguments.count >= 2, case .dictionary(_, _, let entries) = signal.arguments[1] else { return }
+            for entry in entries where entry.key == .string("Value") {
+                guard case .variant(.bytes(let value)) = entry.value else { return }
+                for consumer in consumers.withLock({ Array($0.values) }) { consumer.yield(value) }
+            }
+        }
+
+        func finishAll(throwing error: any Error) {
+            for consumer in consumers.withLock({ consumers in
+                defer { consumers.removeAll() }
+                return Array(consumers.values)
+            }) {
+                consumer.finish(throwing: error)
+            }
+        }
+    }
+
+    private struct Entry {
+        let fanout: Fanout
+        let subscription: DBusSignalSubscription
+        let watcher: Task<Void, Never>
+    }
+
+    private let entries = Mutex<[DBusObjectPath: Entry]>([:])
+    private let nextID = Atomic<UInt64>(0)
+    private let queue = SerialTaskQueue()
+
+    /// Adds a stream to a characteristic's notifications, starting them in BlueZ if it is the first.
+    func add(
+        _ continuation: NotificationStream.Continuation, for characteristic: DBusObjectPath, device: DBusObjectPath,
+        system: BlueZSystem
+    ) async throws {
+        let id = nextID.add(1, ordering: .relaxed).newValue
+        try await queue.run { [self] in
+            if let entry = entries.withLock({ $0[characteristic] }) {
+                entry.fanout.consumers.withLock { $0[id] = continuation }
+                return
+            }
+            let fanout = Fanout()
+            fanout.consumers.withLock { $0[id] = continuation }
+            // Attach before StartNotify, so the first value is not lost.
+            let rule = DBusMatchRule(
+                sender: BlueZSystem.service, path: characteristic, interface: "org.freedesktop.DBus.Properties",
+                member: "PropertiesChanged", arguments: [0: BlueZPeripheralBackend.characteristic])
+            let subscription = try await system.connection.subscribe(
+                matching: rule, handler: fanout.deliver,
+                onEnd: { error in
+                    if let error {
+                        fanout.finishAll(
+                            throwing: BluetoothError(
+                                .daemonUnavailable, message: "the bus connection was lost", cause: error))
+                    }
+                })
+            do {
+                _ = try await system.call(characteristic, BlueZPeripheralBackend.characteristic, "StartNotify")
+            } catch {
+                subscription.cancel()
+                throw error
+            }
+            let watcher = Task { [changes = system.tree.changes()] in
+                for await change in changes {
+                    guard case .propertiesChanged(device, BlueZPeripheralBackend.device, let changed, _) = change,
+                        (try? changed.decode("Connected", as: Bool.self)) == false
+                    else {
+                        if case .interfacesRemoved(characteristic, _) = change { break }
+                        continue
+                    }
+                    break
+                }
+                guard !Task.isCancelled else { return }
+                fanout.finishAll(throwing: BluetoothError(.disconnected, message: "the peripheral disconnected"))
+            }
+            entries.withLock {
+                $0[characteristic] = Entry(fanout: fanout, subscription: subscription, watcher: watcher)
+            }
+        }
+        continuation.onTermination { [self] in
+            Task { await remove(id, from: characteristic, system: system) }
+        }
+    }
+
+    private func remove(_ id: UInt64, from characteristic: DBusObjectPath, system: BlueZSystem) async {
+        _ = await queue.runCatching { [self] in
+            guard let entry = entries.withLock({ $0[characteristic] }) else { return .success(()) }
+            let empty = entry.fanout.consumers.withLock { consumers in
+                consumers[id] = nil
+                return consumers.isEmpty
+            }
+            guard empty else { return .success(()) }
+            entries.withLock { $0[characteristic] = nil }
+            entry.subscription.cancel()
+            entry.watcher.cancel()
+            _ = try? await system.call(characteristic, BlueZPeripheralBackend.characteristic, "StopNotify")
+            return .success(())
+        }
+    }
+
+    /// How many characteristics have notifications running (for leak checks).
+    var activeCount: Int { entries.withLock { $0.count } }
+}

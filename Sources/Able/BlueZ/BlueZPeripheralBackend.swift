@@ -1,0 +1,214 @@
+import AbleDBus
+
+/// A remote device as BlueZ exports it: an `org.bluez.Device1` object below its adapter.
+struct BlueZPeripheralBackend: PeripheralBackend {
+    static let device = "org.bluez.Device1"
+    static let service = "org.bluez.GattService1"
+    static let characteristic = "org.bluez.GattCharacteristic1"
+    static let descriptor = "org.bluez.GattDescriptor1"
+
+    let system: BlueZSystem
+    let path: DBusObjectPath
+    let address: BluetoothAddress
+
+    init(system: BlueZSystem, adapter: DBusObjectPath, address: BluetoothAddress) {
+        self.system = system
+        self.address = address
+        self.path = adapter.appending(address.bluezPathComponent)!
+    }
+
+    private var properties: [String: DBusVariant]? { system.tree.properties(of: Self.device, at: path) }
+
+    private func flag(_ name: String) -> Bool { (try? properties?.decode(name, as: Bool.self)) == true }
+
+    var isConnected: Bool { flag("Connected") }
+
+    // MARK: Connecting
+
+    func connect(timeout: Duration) async throws {
+        guard properties != nil else {
+            throw BluetoothError(.doesNotExist, message: "BlueZ does not know \(address): scan for it first")
+        }
+        let changes = system.tree.changes()
+        do {
+            try await withDeadline(timeout, what: "connecting to \(address)") { [self] in
+                _ = try await system.call(path, Self.device, "Connect", timeout: timeout)
+                // BlueZ 5.66 often omits the PropertiesChanged for Connected: read it again.
+                try await system.tree.refresh(Self.device, at: path)
+                try await waitForServicesResolved(changes)
+            }
+        } catch {
+            // Stop BlueZ from trying (or drop a half-made link), even from a cancelled task.
+            let system = self.system
+            let path = self.path
+            await Task.detached { _ = try? await system.call(path, Self.device, "Disconnect") }.value
+            throw error
+        }
+    }
+
+    private func waitForServicesResolved(_ changes: AsyncStream<ObjectTreeChange>) async throws {
+        var iterator = changes.makeAsyncIterator()
+        while true {
+            guard let properties else {
+                throw BluetoothError(.disconnected, message: "\(address) went away while connecting")
+            }
+            if (try? properties.decode("ServicesResolved", as: Bool.self)) == true { return }
+            if (try? properties.decode("Connected", as: Bool.self)) != true {
+                throw BluetoothError(
+                    .disconnected, message: "\(address) disconnected before its services were resolved")
+            }
+            guard await iterator.next() != nil else { throw CancellationError() }
+        }
+    }
+
+    func disconnect() async throws {
+        guard properties != nil else { return }
+        do {
+            _ = try await system.call(path, Self.device, "Disconnect")
+        } catch let error as BluetoothError where error.code == .notConnected {
+            return
+        }
+    }
+
+    func connectionStates() -> AsyncStream<Peripheral.ConnectionState> {
+        let (stream, continuation) = AsyncStream<Peripheral.ConnectionState>.makeStream()
+        let changes = system.tree.changes()
+        let current: () -> Peripheral.ConnectionState = { [self] in
+            guard properties != nil else { return .disconnected(reason: "the device is gone") }
+            return isConnected && flag("ServicesResolved")
+                ? .connected : isConnected ? .connecting : .disconnected(reason: nil)
+        }
+        var last = current()
+        continuation.yield(last)
+        let task = Task { [path] in
+            for await change in changes {
+                switch change {
+                case .interfacesAdded(path, _), .interfacesRemoved(path, _), .propertiesChanged(path, _, _, _): break
+                default: continue
+                }
+                let state = current()
+                if state != last {
+                    last = state
+                    continuation.yield(state)
+                }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    // MARK: GATT
+
+    func services() throws -> [GATTService] {
+        guard isConnected else { throw BluetoothError(.notConnected, message: "\(address) is not connected") }
+        let objects = system.tree.objects
+        func children(_ interface: String, of parent: DBusObjectPath, via link: String) -> [(
+            DBusObjectPath, [String: DBusVariant]
+        )] {
+            objects.compactMap { path, interfaces in
+                guard let properties = interfaces[interface],
+                    (try? properties.decode(link, as: DBusObjectPath.self)) == parent
+                else { return nil }
+                return (path, properties)
+            }.sorted { $0.0 < $1.0 }
+        }
+        func uuid(_ properties: [String: DBusVariant]) -> BluetoothUUID? {
+            (try? properties.decode("UUID", as: String.self)).flatMap(BluetoothUUID.init)
+        }
+        return children(Self.service, of: path, via: "Device").compactMap { servicePath, serviceProperties in
+            guard let serviceUUID = uuid(serviceProperties) else { return nil }
+            let characteristics = children(Self.characteristic, of: servicePath, via: "Service").compactMap {
+                characteristicPath, properties -> GATTCharacteristic? in
+                guard let characteristicUUID = uuid(properties) else { return nil }
+                let descriptors = children(Self.descriptor, of: characteristicPath, via: "Characteristic").compactMap {
+                    descriptorPath, properties -> GATTDescriptor? in
+                    uuid(properties).map {
+                        GATTDescriptor(
+                            uuid: $0, characteristicUUID: characteristicUUID, handle: descriptorPath.rawValue)
+                    }
+                }
+                let flags = (try? properties.decode("Flags", as: [String].self)) ?? []
+                return GATTCharacteristic(
+                    uuid: characteristicUUID, serviceUUID: serviceUUID,
+                    properties: CharacteristicProperties(bluezFlags: flags), descriptors: descriptors,
+                    handle: characteristicPath.rawValue)
+            }
+            return GATTService(
+                uuid: serviceUUID, isPrimary: (try? serviceProperties.decode("Primary", as: Bool.self)) ?? true,
+                characteristics: characteristics, handle: servicePath.rawValue)
+        }
+    }
+
+    private func objectPath(_ handle: String) throws -> DBusObjectPath {
+        guard let path = DBusObjectPath(rawValue: handle), system.tree.interfaces(at: path) != nil else {
+            throw BluetoothError(
+                .doesNotExist, message: "the attribute is gone: \(address) changed its services or disconnected")
+        }
+        return path
+    }
+
+    func read(_ characteristic: GATTCharacteristic, offset: Int) async throws -> [UInt8] {
+        let reply = try await system.call(
+            try objectPath(characteristic.handle), Self.characteristic, "ReadValue", [Self.options(offset: offset)])
+        return try reply.first.unwrapped("ReadValue").decode([UInt8].self)
+    }
+
+    func write(_ value: [UInt8], to characteristic: GATTCharacteristic, type: WriteType) async throws {
+        _ = try await system.call(
+            try objectPath(characteristic.handle), Self.characteristic, "WriteValue",
+            [.bytes(value), Self.options(type: type == .withResponse ? "request" : "command")])
+    }
+
+    func read(_ descriptor: GATTDescriptor) async throws -> [UInt8] {
+        let reply = try await system.call(
+            try objectPath(descriptor.handle), Self.descriptor, "ReadValue", [Self.options()])
+        return try reply.first.unwrapped("ReadValue").decode([UInt8].self)
+    }
+
+    func write(_ value: [UInt8], to descriptor: GATTDescriptor) async throws {
+        _ = try await system.call(
+            try objectPath(descriptor.handle), Self.descriptor, "WriteValue", [.bytes(value), Self.options()])
+    }
+
+    func mtu(of characteristic: GATTCharacteristic) -> Int? {
+        guard let path = DBusObjectPath(rawValue: characteristic.handle) else { return nil }
+        return (try? system.tree.properties(of: Self.characteristic, at: path)?.decode("MTU", as: UInt16.self))
+            .flatMap { $0 }.map(Int.init)
+    }
+
+    func subscribe(to characteristic: GATTCharacteristic, into continuation: NotificationStream.Continuation)
+        async throws
+    {
+        try await system.notifications.add(
+            continuation, for: try objectPath(characteristic.handle), device: path, system: system)
+    }
+
+    static func options(offset: Int = 0, type: String? = nil) -> DBusValue {
+        var entries: [DBusDictionaryEntry] = []
+        if offset > 0 {
+            entries.append(
+                DBusDictionaryEntry(key: .string("offset"), value: .variant(.uint16(UInt16(clamping: offset)))))
+        }
+        if let type { entries.append(DBusDictionaryEntry(key: .string("type"), value: .variant(.string(type)))) }
+        return .dictionary(key: .string, value: .variant, entries)
+    }
+}
+
+/// Runs `operation`, throwing ``BluetoothError/Code/timeout`` when it takes longer than `timeout`.
+func withDeadline<T: Sendable>(
+    _ timeout: Duration, what: String, _ operation: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await operation() }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let result = try await group.next(), let value = result else {
+            throw BluetoothError(.timeout, message: "\(what) took longer than \(timeout)")
+        }
+        return value
+    }
+}

@@ -1,0 +1,65 @@
+import Synchronization
+
+/// The values a characteristic notifies or indicates, for `for try await`.
+///
+/// The stream is attached before notifications are enabled, so the first value is never lost.
+/// Several streams of one characteristic share one subscription in BlueZ, which Able ends
+/// (`StopNotify`) when the last of them ends. BlueZ also reports a value read with
+/// ``Peripheral/read(_:)`` as a change, so it appears here too.
+///
+/// **Buffering:** up to 1024 values the consumer has not taken yet; when full, the newest
+/// values are dropped and counted in ``droppedCount``; none are reordered.
+///
+/// **Lifetime:** the subscription ends when iteration ends (also after `prefix(n)` has taken its
+/// values), when the iterating task is cancelled, or when the stream is discarded. The stream
+/// throws ``BluetoothError`` with ``BluetoothError/Code/disconnected`` when the peripheral
+/// disconnects.
+public struct NotificationStream: AsyncSequence, Sendable {
+    public typealias Element = [UInt8]
+    typealias Base = AsyncThrowingStream<[UInt8], any Error>
+
+    /// The producing end, fed by a backend straight from the bus's dispatch.
+    package struct Continuation: Sendable {
+        let base: Base.Continuation
+        let counter: DropCounter
+
+        package func yield(_ value: [UInt8]) {
+            if case .dropped = base.yield(value) { counter.increment() }
+        }
+
+        package func finish(throwing error: (any Error)? = nil) { base.finish(throwing: error) }
+
+        package func onTermination(_ handler: @escaping @Sendable () -> Void) {
+            base.onTermination = { _ in handler() }
+        }
+    }
+
+    let base: Base
+    let continuation: Base.Continuation
+    let counter: DropCounter
+
+    static let bufferLimit = 1024
+
+    static func make() -> (NotificationStream, Continuation) {
+        let (base, continuation) = Base.makeStream(bufferingPolicy: .bufferingOldest(bufferLimit))
+        let counter = DropCounter()
+        return (
+            NotificationStream(base: base, continuation: continuation, counter: counter),
+            Continuation(base: continuation, counter: counter)
+        )
+    }
+
+    /// How many values were dropped because the consumer fell behind.
+    public var droppedCount: Int { counter.value }
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(base: base.makeAsyncIterator(), lifetime: IterationLifetime(continuation))
+    }
+
+    /// The iterator of a notification stream; not `Sendable`. When it goes away, the stream ends.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var base: Base.AsyncIterator
+        let lifetime: IterationLifetime<[UInt8]>
+        public mutating func next() async throws -> [UInt8]? { try await base.next() }
+    }
+}

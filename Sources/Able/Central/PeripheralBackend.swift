@@ -1,0 +1,18 @@
+/// What a backend (BlueZ, the simulator) provides for a ``Peripheral``.
+package protocol PeripheralBackend: Sendable {
+    var address: BluetoothAddress { get }
+    var isConnected: Bool { get }
+    func connect(timeout: Duration) async throws
+    func disconnect() async throws
+    func connectionStates() -> AsyncStream<Peripheral.ConnectionState>
+    func services() throws -> [GATTService]
+    func read(_ characteristic: GATTCharacteristic, offset: Int) async throws -> [UInt8]
+    func write(_ value: [UInt8], to characteristic: GATTCharacteristic, type: WriteType) async throws
+    func read(_ descriptor: GATTDescriptor) async throws -> [UInt8]
+    func write(_ value: [UInt8], to descriptor: GATTDescriptor) async throws
+    func mtu(of characteristic: GATTCharacteristic) -> Int?
+    /// Subscribes `continuation` to the characteristic's notifications (sharing one subscription
+    /// per characteristic) and returns once values can flow.
+    func subscribe(to characteristic: GATTCharacteristic, into continuation: NotificationStream.Continuation)
+        async throws
+}

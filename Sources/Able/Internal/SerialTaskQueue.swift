@@ -1,0 +1,41 @@
+import Synchronization
+
+/// Runs async operations one after another, in the order they were submitted.
+///
+/// Actors interleave at every `await`; BlueZ answers `InProgress` to overlapping operations on
+/// one object, so the operations that must not overlap go through one of these.
+final class SerialTaskQueue: Sendable {
+    private let tail = Mutex<Task<Void, Never>?>(nil)
+
+    /// Runs `operation` after every operation submitted before it has finished.
+    ///
+    /// Cancelling the calling task cancels the operation (queued or running).
+    func run<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        let task = tail.withLock { tail in
+            let previous = tail
+            let task = Task {
+                await previous?.value
+                try Task.checkCancellation()
+                return try await operation()
+            }
+            tail = Task { _ = try? await task.value }
+            return task
+        }
+        return try await withTaskCancellationHandler {
+            try await task.value
+        } onCancel: {
+            task.cancel()
+        }
+    }
+
+    /// Runs an operation that reports its own failure, whatever happens to the caller.
+    func runCatching(_ operation: @escaping @Sendable () async -> Result<Void, any Error>) async -> Result<
+        Void, any Error
+    > {
+        do {
+            return try await run { await operation() }
+        } catch {
+            return .failure(error)
+        }
+    }
+}

@@ -1,0 +1,208 @@
+import AbleDBus
+import AbleTestSupport
+import Testing
+
+@testable import Able
+
+/// The services of the seed scenario (RxBluetoothKit's article): service A with A1, service B
+/// with B1 (how many notifications to take) and B2 (notifies).
+enum SeedService: String, ServiceIdentifier {
+    case a = "6e400001-0000-1000-8000-00805f9b34fb"
+    case b = "6e400002-0000-1000-8000-00805f9b34fb"
+}
+
+enum SeedCharacteristic: String, CharacteristicIdentifier {
+    case a1 = "6e400011-0000-1000-8000-00805f9b34fb"
+    case b1 = "6e400021-0000-1000-8000-00805f9b34fb"
+    case b2 = "6e400022-0000-1000-8000-00805f9b34fb"
+
+    var service: any ServiceIdentifier {
+        switch self {
+        case .a1: SeedService.a
+        case .b1, .b2: SeedService.b
+        }
+    }
+}
+
+@Suite(.timeLimit(.minutes(1)))
+struct PeripheralTests {
+    static let address = "00:11:22:33:44:55"
+    static let services: [FakeDevice.Service] = [
+        FakeDevice.Service(
+            uuid: SeedService.a.rawValue,
+            characteristics: [
+                .init(
+                    uuid: SeedCharacteristic.a1.rawValue, flags: ["read", "write", "write-without-response"],
+                    value: [0x41])
+            ]),
+        FakeDevice.Service(
+            uuid: SeedService.b.rawValue,
+            characteristics: [
+                .init(uuid: SeedCharacteristic.b1.rawValue, flags: ["read"], value: [3]),
+                .init(
+                    uuid: SeedCharacteristic.b2.rawValue, flags: ["notify"], value: [],
+                    descriptors: ["00002902-0000-1000-8000-00805f9b34fb"]),
+            ]),
+    ]
+
+    func withDevice(
+        announcesConnected: Bool = false, _ body: (FakeBlueZ, FakeDevice, Adapter, Peripheral) async throws -> Void
+    ) async throws {
+        let bus = try PrivateBus()
+        let fake = try await FakeBlueZ.start(on: bus)
+        let device = try await fake.addConnectableDevice(
+            Self.address, services: Self.services, announcesConnected: announcesConnected)
+        let system = try await BlueZSystem.open(on: try await bus.connect())
+        let adapter = Adapter(backend: try await BlueZAdapterBackend.open(name: "hci0", system: system))
+        let peripheral = await adapter.peripheral(address: BluetoothAddress(Self.address)!)
+        try await body(fake, device, adapter, peripheral)
+    }
+
+    @Test(arguments: [false, true])
+    func connectingWaitsForResolvedServicesEvenWhenConnectedIsNotAnnounced(announced: Bool) async throws {
+        try await withDevice(announcesConnected: announced) { _, _, _, peripheral in
+            try await peripheral.connect(timeout: .seconds(5))
+            #expect(await peripheral.isConnected)
+            let services = try await peripheral.services()
+            #expect(services.map(\.uuid) == [SeedService.a.uuid, SeedService.b.uuid])
+            let b2 = try await peripheral.characteristic(SeedCharacteristic.b2)
+            #expect(b2.properties == [.notify])
+            #expect(b2.descriptors.map(\.uuid) == [.clientCharacteristicConfiguration])
+        }
+    }
+
+    @Test func readsAndWritesGoThroughTypedIdentifiers() async throws {
+        try await withDevice { _, device, _, peripheral in
+            try await peripheral.connect(timeout: .seconds(5))
+            #expect(try await peripheral.read(SeedCharacteristic.a1) == [0x41])
+            try await peripheral.write([1, 2, 3], to: SeedCharacteristic.a1)
+            try await peripheral.write([4], to: SeedCharacteristic.a1, type: .withoutResponse)
+            #expect(try await peripheral.read(SeedCharacteristic.a1) == [4])
+            #expect(
+                device.calls.value.filter { $0.hasPrefix("WriteValue") } == [
+                    "WriteValue:request", "WriteValue:command",
+                ])
+            let cccd = DescriptorID(.clientCharacteristicConfiguration, characteristic: SeedCharacteristic.b2)
+            try await peripheral.write([1, 0], to: cccd)
+            #expect(try await peripheral.read(cccd) == [1, 0])
+            #expect(try await peripheral.mtu(of: SeedCharacteristic.a1) == 23)
+        }
+    }
+
+    @Test func aWriteLongerThanTheLinkAllowsIsRefusedBeforeItIsSent() async throws {
+        try await withDevice { _, device, _, peripheral in
+            try await peripheral.connect(timeout: .seconds(5))
+            let error = await #expect(throws: BluetoothError.self) {
+                try await peripheral.write(
+                    Array(repeating: 0, count: 21), to: SeedCharacteristic.a1, type: .withoutResponse)
+            }
+            #expect(error?.code == .valueTooLong)
+            let long = await #expect(throws: BluetoothError.self) {
+                try await peripheral.write(Array(repeating: 0, count: 513), to: SeedCharacteristic.a1)
+            }
+            #expect(long?.code == .valueTooLong)
+            #expect(!device.calls.value.contains { $0.hasPrefix("WriteValue") })
+        }
+    }
+
+    @Test func unknownCharacteristicsAreReportedByName() async throws {
+        try await withDevice { _, _, _, peripheral in
+            try await peripheral.connect(timeout: .seconds(5))
+            let missing = CharacteristicID(.batteryLevel, service: SeedService.a.uuid)
+            let error = await #expect(throws: BluetoothError.self) { try await peripheral.read(missing) }
+            #expect(error?.code == .doesNotExist)
+        }
+    }
+
+    @Test func notificationsShareOneSubscriptionAndStopWithTheLastConsumer() async throws {
+        try await withDevice { _, device, _, peripheral in
+            try await peripheral.connect(timeout: .seconds(5))
+            let first = try await peripheral.notifications(of: SeedCharacteristic.b2)
+            let second = try await peripheral.notifications(of: SeedCharacteristic.b2)
+            #expect(device.calls.value.filter { $0.hasPrefix("StartNotify") }.count == 1)
+            for value in 1...5 { device.notify(1, 1, [UInt8(value)]) }
+            var firstValues: [[UInt8]] = []
+            for try await value in first.prefix(3) { firstValues.append(value) }
+            #expect(firstValues == [[1], [2], [3]])
+            #expect(!device.calls.value.contains { $0.hasPrefix("StopNotify") })
+            var secondValues: [[UInt8]] = []
+            for try await value in second.prefix(5) { secondValues.append(value) }
+            #expect(secondValues == [[1], [2], [3], [4], [5]])
+            try await waitUntil { device.calls.value.contains { $0.hasPrefix("StopNotify") } }
+            #expect(device.calls.value.filter { $0.hasPrefix("StopNotify") }.count == 1)
+        }
+    }
+
+    @Test func aDisconnectEndsNotificationStreamsWithAnError() async throws {
+        try await withDevice { _, device, _, peripheral in
+            try await peripheral.connect(timeout: .seconds(5))
+            let values = try await peripheral.notifications(of: SeedCharacteristic.b2)
+            await device.disconnect()
+            let error = await #expect(throws: BluetoothError.self) { for try await _ in values {} }
+            #expect(error?.code == .disconnected)
+            try await waitUntil { await !peripheral.isConnected }
+        }
+    }
+
+    @Test func aRefusedConnectionKeepsBlueZsReason() async throws {
+        try await withDevice { _, device, _, peripheral in
+            device.connectFailure.value = ("org.bluez.Error.Failed", "le-connection-abort-by-local")
+            let error = await #expect(throws: BluetoothError.self) {
+                try await peripheral.connect(timeout: .seconds(5))
+            }
+            #expect(error?.bluezName == "org.bluez.Error.Failed")
+            #expect(error?.message == "le-connection-abort-by-local")
+            #expect(error?.code == .connectionAttemptFailed)
+        }
+    }
+
+    @Test func aConnectionThatTimesOutIsCalledOffInBlueZ() async throws {
+        try await withDevice { _, device, _, peripheral in
+            device.neverResolves.value = true
+            let error = await #expect(throws: BluetoothError.self) {
+                try await peripheral.connect(timeout: .milliseconds(300))
+            }
+            #expect(error?.code == .timeout)
+            try await waitUntil { device.calls.value.last == "Disconnect" }
+        }
+    }
+
+    @Test func aCancelledConnectionIsCalledOffInBlueZ() async throws {
+        try await withDevice { _, device, _, peripheral in
+            device.neverResolves.value = true
+            let task = Task { try await peripheral.connect(timeout: .seconds(30)) }
+            try await waitUntil { device.calls.value.contains("Connect") }
+            task.cancel()
+            await #expect(throws: (any Error).self) { try await task.value }
+            try await waitUntil { device.calls.value.last == "Disconnect" }
+        }
+    }
+
+    @Test func theSeedScenarioReadsAcrossServicesAndTakesExactlyTheAnnouncedNotifications() async throws {
+        try await withDevice { fake, device, adapter, _ in
+            // The device advertises both services; the scan finds it.
+            let notifier = Task {
+                try await waitUntil { device.calls.value.contains { $0.hasPrefix("StartNotify") } }
+                for value in 10..<20 { device.notify(1, 1, [UInt8(value)]) }
+            }
+            try await fake.addDevice("00:11:22:33:44:66", name: "other", uuids: [])
+            fake.report(Self.address, rssi: -45)
+            let discovery = try await adapter.scan(ScanFilter(serviceUUIDs: [SeedService.a.uuid, SeedService.b.uuid]))
+                .first(timeout: .seconds(3))
+            let values = try await adapter.withConnection(to: discovery, timeout: .seconds(3)) { peripheral in
+                let a1 = try await peripheral.read(SeedCharacteristic.a1)
+                let count = Int(try await peripheral.read(SeedCharacteristic.b1)[0])
+                var received: [[UInt8]] = [a1]
+                for try await value in try await peripheral.notifications(of: SeedCharacteristic.b2).prefix(count) {
+                    received.append(value)
+                }
+                return received
+            }
+            #expect(values == [[0x41], [10], [11], [12]])
+            try await notifier.value
+            // No subscription is left behind, and the link is closed.
+            try await waitUntil { device.calls.value.contains { $0.hasPrefix("StopNotify") } }
+            #expect(device.calls.value.contains("Disconnect"))
+        }
+    }
+}
