@@ -70,6 +70,25 @@ struct BlueZPeripheralBackend: PeripheralBackend {
         }
     }
 
+    var isPaired: Bool { flag("Paired") }
+
+    func pair(with agent: PairingAgent, timeout: Duration) async throws {
+        let system = self.system
+        let path = self.path
+        try await BlueZAgent.withAgent(agent, system: system) {
+            do {
+                try await withDeadline(timeout, what: "pairing with \(address)") {
+                    _ = try await system.call(path, Self.device, "Pair", timeout: timeout)
+                }
+            } catch {
+                if error is CancellationError || (error as? BluetoothError)?.code == .timeout {
+                    await Task.detached { _ = try? await system.call(path, Self.device, "CancelPairing") }.value
+                }
+                throw error
+            }
+        }
+    }
+
     func connectionStates() -> AsyncStream<Peripheral.ConnectionState> {
         let (stream, continuation) = AsyncStream<Peripheral.ConnectionState>.makeStream()
         let changes = system.tree.changes()

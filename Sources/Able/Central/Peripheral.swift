@@ -65,6 +65,23 @@ public actor Peripheral {
         try await backend.disconnect()
     }
 
+    /// Whether the peripheral is paired (bonded or not).
+    public var isPaired: Bool { backend.isPaired }
+
+    /// Pairs with the peripheral, answering its requests with `agent`.
+    ///
+    /// Able registers `agent` as BlueZ's default agent while pairing. Cancelling the task
+    /// cancels the pairing in BlueZ.
+    ///
+    /// The corresponding BlueZ methods are `org.bluez.Device1.Pair` and `CancelPairing`.
+    /// - Throws: ``BluetoothError``: ``BluetoothError/Code/authenticationFailed``,
+    ///   ``BluetoothError/Code/authenticationRejected`` (the agent refused),
+    ///   ``BluetoothError/Code/authenticationCanceled``, ``BluetoothError/Code/timeout``, or
+    ///   ``BluetoothError/Code/alreadyExists`` when already paired.
+    public func pair(with agent: PairingAgent = .justWorks, timeout: Duration = .seconds(60)) async throws {
+        try await backend.pair(with: agent, timeout: timeout)
+    }
+
     /// The connection's states from now on, starting with the current one.
     ///
     /// Buffering: every change is kept until consumed (they are few).

@@ -4,6 +4,8 @@ package protocol PeripheralBackend: Sendable {
     var isConnected: Bool { get }
     func connect(timeout: Duration) async throws
     func disconnect() async throws
+    var isPaired: Bool { get }
+    func pair(with agent: PairingAgent, timeout: Duration) async throws
     func connectionStates() -> AsyncStream<Peripheral.ConnectionState>
     func services() throws -> [GATTService]
     func read(_ characteristic: GATTCharacteristic, offset: Int) async throws -> [UInt8]

@@ -206,3 +206,78 @@ struct PeripheralTests {
         }
     }
 }
+
+@Suite(.timeLimit(.minutes(1)))
+struct PairingTests {
+    func withDevice(_ body: (FakeBlueZ, FakeDevice, Peripheral, PrivateBus) async throws -> Void) async throws {
+        let bus = try PrivateBus()
+        let fake = try await FakeBlueZ.start(on: bus)
+        let device = try await fake.addConnectableDevice(PeripheralTests.address, services: [])
+        let system = try await BlueZSystem.open(on: try await bus.connect())
+        let adapter = Adapter(backend: try await BlueZAdapterBackend.open(name: "hci0", system: system))
+        try await body(fake, device, await adapter.peripheral(address: BluetoothAddress(PeripheralTests.address)!), bus)
+    }
+
+    @Test func theDefaultAgentConfirmsAndThePeripheralIsPaired() async throws {
+        try await withDevice { fake, _, peripheral, _ in
+            #expect(await !peripheral.isPaired)
+            try await peripheral.pair()
+            try await waitUntil { await peripheral.isPaired }
+            #expect(fake.agent.value == nil)  // unregistered afterwards
+        }
+    }
+
+    @Test func anAgentThatRefusesMakesPairingFailAsRejected() async throws {
+        try await withDevice { _, _, peripheral, _ in
+            let asked = Locked<UInt32?>(nil)
+            let agent = PairingAgent(capability: .displayYesNo) { _, passkey in
+                asked.value = passkey
+                return false
+            }
+            let error = await #expect(throws: BluetoothError.self) { try await peripheral.pair(with: agent) }
+            #expect(error?.code == .authenticationRejected)
+            #expect(asked.value == 123_456)
+            #expect(await !peripheral.isPaired)
+        }
+    }
+
+    @Test func onlyBlueZMayCallTheAgent() async throws {
+        try await withDevice { fake, _, peripheral, bus in
+            let stranger = try await bus.connect()
+            let release = Locked(false)
+            let refusal = Locked<DBusError?>(nil)
+            let agent = PairingAgent(capability: .displayYesNo) { _, _ in
+                // While BlueZ waits for this answer, another process tries to answer for us.
+                if let (owner, path) = fake.agent.value {
+                    do {
+                        _ = try await stranger.call(
+                            destination: owner, path: path, interface: "org.bluez.Agent1",
+                            method: "RequestConfirmation",
+                            arguments: [.objectPath("/org/bluez/hci0/dev_00_11_22_33_44_55"), .uint32(1)])
+                    } catch let error as DBusError {
+                        refusal.value = error
+                    } catch {}
+                }
+                release.value = true
+                return true
+            }
+            try await peripheral.pair(with: agent)
+            #expect(release.value)
+            #expect(refusal.value?.name == .accessDenied)
+        }
+    }
+
+    @Test func cancellingPairingCancelsItInBlueZ() async throws {
+        try await withDevice { _, device, peripheral, _ in
+            let agent = PairingAgent(capability: .displayYesNo) { _, _ in
+                try? await Task.sleep(for: .seconds(30))
+                return true
+            }
+            let task = Task { try await peripheral.pair(with: agent) }
+            try await waitUntil { device.calls.value.contains("Pair") }
+            task.cancel()
+            await #expect(throws: (any Error).self) { try await task.value }
+            #expect(device.calls.value.contains("CancelPairing"))
+        }
+    }
+}

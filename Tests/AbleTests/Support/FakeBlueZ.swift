@@ -8,6 +8,8 @@ final class FakeBlueZ: Sendable {
     let connection: DBusConnection
     /// The discovery calls received, in order: `SetDiscoveryFilter`, `StartDiscovery`, `StopDiscovery`.
     let discoveryCalls = Locked<[String]>([])
+    /// The registered pairing agent: its owner's unique name and its path.
+    let agent = Locked<(owner: String, path: DBusObjectPath)?>(nil)
     /// The last discovery filter set.
     let discoveryFilter = Locked<[String: DBusVariant]>([:])
     private let adapters: [String: Locked<[String: DBusValue]>]
@@ -35,6 +37,23 @@ final class FakeBlueZ: Sendable {
 
     private func export() async throws {
         try await connection.exportObjectManager(at: .root)
+        let agent = self.agent
+        try await connection.export(
+            [
+                DBusInterface(
+                    "org.bluez.AgentManager1",
+                    methods: [
+                        DBusMethod.immediate("RegisterAgent", in: "os") { call in
+                            agent.value = (call.sender, try call.argument(0))
+                            return []
+                        },
+                        DBusMethod.immediate("RequestDefaultAgent", in: "o") { _ in [] },
+                        DBusMethod.immediate("UnregisterAgent", in: "o") { _ in
+                            agent.value = nil
+                            return []
+                        },
+                    ])
+            ], at: "/org/bluez")
         for (name, properties) in adapters {
             let path = DBusObjectPath(rawValue: "/org/bluez/\(name)")!
             let declared = properties.value.keys.sorted().map { key in

@@ -30,7 +30,11 @@ final class FakeDevice: Sendable {
     /// Makes `Connect` never finish resolving services.
     let neverResolves = Locked(false)
 
-    init(path: DBusObjectPath, connection: DBusConnection, services: [Service], announcesConnected: Bool) {
+    init(
+        path: DBusObjectPath, connection: DBusConnection, services: [Service], announcesConnected: Bool,
+        agent: Locked<(owner: String, path: DBusObjectPath)?>
+    ) {
+        self.agent = agent
         self.path = path
         self.connection = connection
         self.services = services
@@ -45,7 +49,7 @@ final class FakeDevice: Sendable {
         state.value = [
             "Address": .string(address), "AddressType": .string("public"), "Name": .string("fake-device"),
             "Connected": .boolean(false), "ServicesResolved": .boolean(false), "RSSI": .int16(-40),
-            "UUIDs": .array(.string, services.map { .string($0.uuid) }),
+            "UUIDs": .array(.string, services.map { .string($0.uuid) }), "Paired": .boolean(false),
         ]
         let state = self.state
         let properties = state.value.keys.sorted().map { key in
@@ -62,6 +66,12 @@ final class FakeDevice: Sendable {
                         DBusMethod("Disconnect") { [weak self] _ in
                             await self?.disconnect(); return []
                         },
+                        DBusMethod("Pair") { [weak self] _ in
+                            try await self?.pair(); return []
+                        },
+                        DBusMethod("CancelPairing") { [weak self] _ in
+                            self?.calls.value.append("CancelPairing"); return []
+                        },
                     ], properties: properties)
             ], at: path)
     }
@@ -71,6 +81,25 @@ final class FakeDevice: Sendable {
         if announce {
             connection.emitPropertiesChanged(path: path, interface: "org.bluez.Device1", changed: [name: value])
         }
+    }
+
+    /// Where BlueZ's registered pairing agent is.
+    let agent: Locked<(owner: String, path: DBusObjectPath)?>
+
+    /// The BlueZ side of pairing: asks the registered agent to confirm passkey 123456.
+    private func pair() async throws {
+        calls.value.append("Pair")
+        guard let (owner, agentPath) = agent.value else {
+            throw DBusError("org.bluez.Error.AuthenticationFailed", "no agent")
+        }
+        do {
+            _ = try await connection.call(
+                destination: owner, path: agentPath, interface: "org.bluez.Agent1", method: "RequestConfirmation",
+                arguments: [.objectPath(path), .uint32(123_456)])
+        } catch let error as DBusError where error.name.rawValue == "org.bluez.Error.Rejected" {
+            throw DBusError("org.bluez.Error.AuthenticationRejected", "Authentication Rejected")
+        }
+        set("Paired", .boolean(true))
     }
 
     private func connect() async throws {
@@ -185,7 +214,7 @@ extension FakeBlueZ {
     ) async throws -> FakeDevice {
         let device = FakeDevice(
             path: devicePath(address, on: adapter), connection: connection, services: services,
-            announcesConnected: announcesConnected)
+            announcesConnected: announcesConnected, agent: agent)
         try await device.export(address: address)
         return device
     }
