@@ -33,17 +33,18 @@ public final class PrivateBus: Sendable {
           <limit name="max_message_size">1000000000</limit>
         </busconfig>
         """.write(to: config, atomically: true, encoding: .utf8)
-        // The daemon runs under a small shell that kills it when our end of its standard input
-        // closes, so a crashed or killed test run leaves no daemon behind.
+        // The daemon runs under a small shell that stops it when this process is gone (checked
+        // every second), so a crashed or killed test run leaves no daemon behind.
         let control = Pipe()
         let output = Pipe()
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = [
             "-c",
-            "\"$0\" --config-file=\"$1\" --nofork --nopidfile --nosyslog >/dev/null 2>&1 </dev/null & "
-                + "echo $!; read -r _; kill $! 2>/dev/null",
-            PrivateBus.daemonPath, config.path,
+            "\"$0\" --config-file=\"$1\" --nofork --nopidfile --nosyslog >/dev/null 2>&1 </dev/null & daemon=$!; "
+                + "echo $daemon; while kill -0 \"$2\" 2>/dev/null && kill -0 $daemon 2>/dev/null; do sleep 1; done; "
+                + "kill -9 $daemon 2>/dev/null",
+            PrivateBus.daemonPath, config.path, String(getpid()),
         ]
         process.standardInput = control
         process.standardOutput = output
@@ -89,6 +90,7 @@ public final class PrivateBus: Sendable {
     }
 
     deinit {
+        Foundation.kill(daemonPID, SIGKILL)
         try? control.close()
         try? FileManager.default.removeItem(at: directory)
     }

@@ -125,6 +125,10 @@ extension BlueZAdapterBackend {
         BlueZPeripheralBackend(system: system, adapter: path, address: address)
     }
 
+    func gattServerBackend() async throws -> any GATTServerBackend {
+        BlueZGATTApplication(system: system, adapter: path)
+    }
+
     /// Device properties whose change means a new advertising report arrived.
     static let reportProperties: Set<String> = ["RSSI", "ManufacturerData", "ServiceData", "TxPower"]
 }

@@ -9,6 +9,7 @@ package protocol AdapterBackend: Sendable {
     /// Starts a scan; discoveries go to `continuation` until it terminates.
     func scan(_ filter: ScanFilter, into continuation: ScanStream.Continuation) async throws
     func peripheral(address: BluetoothAddress) -> any PeripheralBackend
+    func gattServerBackend() async throws -> any GATTServerBackend
 }
 
 /// The writable adapter properties, by their BlueZ names.

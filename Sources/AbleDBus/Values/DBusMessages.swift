@@ -35,6 +35,15 @@ public struct DBusMethodCall: Sendable {
     /// The call's arguments, already checked against the method's input signature.
     public var arguments: [DBusValue]
 
+    /// Creates a call, for testing handlers without a bus.
+    public init(sender: String, path: DBusObjectPath, interface: String, member: String, arguments: [DBusValue]) {
+        self.sender = sender
+        self.path = path
+        self.interface = interface
+        self.member = member
+        self.arguments = arguments
+    }
+
     /// Converts argument `index` to a Swift type.
     ///
     /// - Throws: ``DBusError`` (``DBusError/Name/invalidArgs``) when there is no such argument or it

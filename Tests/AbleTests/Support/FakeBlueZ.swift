@@ -10,6 +10,10 @@ final class FakeBlueZ: Sendable {
     let discoveryCalls = Locked<[String]>([])
     /// The registered pairing agent: its owner's unique name and its path.
     let agent = Locked<(owner: String, path: DBusObjectPath)?>(nil)
+    /// The registered GATT application: its owner, its root, and the objects it exported.
+    let application = Locked<
+        (owner: String, root: DBusObjectPath, objects: [DBusObjectPath: [String: [String: DBusVariant]]])?
+    >(nil)
     /// The last discovery filter set.
     let discoveryFilter = Locked<[String: DBusVariant]>([:])
     private let adapters: [String: Locked<[String: DBusValue]>]
@@ -82,8 +86,26 @@ final class FakeBlueZ: Sendable {
                     return []
                 },
             ]
+            let application = self.application
+            let gattManager = DBusInterface(
+                "org.bluez.GattManager1",
+                methods: [
+                    DBusMethod("RegisterApplication", in: "oa{sv}") { [connection] call in
+                        // Like bluetoothd, read the application's objects back before answering.
+                        let root = try call.argument(0, as: DBusObjectPath.self)
+                        let reply = try await connection.call(
+                            destination: call.sender, path: root, interface: "org.freedesktop.DBus.ObjectManager",
+                            method: "GetManagedObjects")
+                        application.value = (call.sender, root, try reply[0].decode())
+                        return []
+                    },
+                    DBusMethod.immediate("UnregisterApplication", in: "o") { _ in
+                        application.value = nil
+                        return []
+                    },
+                ])
             try await connection.export(
-                [DBusInterface("org.bluez.Adapter1", methods: methods, properties: declared)], at: path)
+                [DBusInterface("org.bluez.Adapter1", methods: methods, properties: declared), gattManager], at: path)
         }
     }
 

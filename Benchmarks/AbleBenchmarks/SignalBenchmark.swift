@@ -1,0 +1,123 @@
+import AbleDBus
+import Synchronization
+
+/// What `Benchmarks/C/signal-emitter.c` sends: BlueZ's notification of a characteristic's new value.
+enum NotificationShape {
+    static let path: DBusObjectPath = "/org/bluez/hci0/dev_00_AA_01_01_00_01/service0001/char0002"
+    static let interface = "org.bluez.GattCharacteristic1"
+    static let valueLength = 20
+    static let rule = DBusMatchRule(interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")
+
+    /// Decodes `PropertiesChanged(s interface, a{sv} changed, as invalidated)` as a BlueZ client
+    /// would, and returns the sequence number in the first 8 bytes of `Value` (little-endian).
+    static func sequenceNumber(of signal: DBusSignal) throws -> UInt64 {
+        guard signal.path == path, signal.arguments.count == 3,
+            try signal.arguments[0].decode(String.self) == interface
+        else { throw BenchmarkFailure("unexpected signal \(signal)") }
+        let changed = try signal.arguments[1].decode([String: DBusVariant].self)
+        _ = try signal.arguments[2].decode([String].self)
+        guard let value = try changed.decode("Value", as: [UInt8].self), value.count == valueLength else {
+            throw BenchmarkFailure("PropertiesChanged without a \(valueLength)-byte Value: \(signal)")
+        }
+        return value.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
+    }
+}
+
+/// Counts signals and checks their sequence numbers for gaps and reordering.
+struct SequenceCheck {
+    var expected: UInt64 = 0
+    var received = 0
+    var lost = 0
+    var reordered = 0
+    var first = 0.0
+    var last = 0.0
+
+    mutating func note(_ sequence: UInt64) {
+        let now = monotonicSeconds()
+        if received == 0 { first = now }
+        last = now
+        received += 1
+        if sequence == expected {
+            expected += 1
+        } else if sequence > expected {
+            lost += Int(sequence - expected)
+            expected = sequence + 1
+        } else {
+            reordered += 1
+        }
+    }
+}
+
+/// How many signals the loop has taken, for the watchdog.
+final class Progress: Sendable {
+    let received = Atomic<Int>(0)
+}
+
+/// The `for try await` loop, on the global executor.
+nonisolated func receiveOnGlobalExecutor(_ stream: DBusSignalStream, count: Int, progress: Progress) async throws
+    -> SequenceCheck
+{
+    var check = SequenceCheck()
+    for try await signal in stream {
+        check.note(try NotificationShape.sequenceNumber(of: signal))
+        progress.received.store(check.received, ordering: .relaxed)
+        if check.expected >= count { break }
+    }
+    return check
+}
+
+extension SharedExecutorRunner {
+    /// The same loop, on the connection's executor.
+    func receive(_ stream: DBusSignalStream, count: Int, progress: Progress) async throws -> SequenceCheck {
+        var check = SequenceCheck()
+        for try await signal in stream {
+            check.note(try NotificationShape.sequenceNumber(of: signal))
+            progress.received.store(check.received, ordering: .relaxed)
+            if check.expected >= count { break }
+        }
+        return check
+    }
+}
+
+/// Subscribes, prints `READY` (the script then starts the emitter), and receives `count` signals;
+/// gives up after 5 s without one (30 s before the first).
+func runSignals(address: String, count: Int, bufferLimit: Int, placement: Placement) async throws -> Measurement {
+    let connection = try await DBusConnection.connect(to: .address(address))
+    let runner = SharedExecutorRunner(connection)
+    let stream = try await connection.signals(matching: NotificationShape.rule, bufferLimit: bufferLimit)
+    let progress = Progress()
+    let start = Mark.now()
+    printAndFlush("READY")
+    let receiving = Task.detached {
+        switch placement {
+        case .global: try await receiveOnGlobalExecutor(stream, count: count, progress: progress)
+        case .shared: try await runner.receive(stream, count: count, progress: progress)
+        }
+    }
+    let watchdog = Task.detached {
+        var seen = 0
+        var idle = 0.0
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(250))
+            let received = progress.received.load(ordering: .relaxed)
+            if received != seen {
+                seen = received
+                idle = 0
+            } else {
+                idle += 0.25
+                if idle > (received == 0 ? 30 : 5) {
+                    receiving.cancel()
+                    return
+                }
+            }
+        }
+    }
+    let check = try await receiving.value
+    let end = Mark.now()
+    watchdog.cancel()
+    let dropped = stream.droppedCount
+    await connection.close()
+    return Measurement(
+        operations: check.received, wall: check.last - check.first, start: start, end: end,
+        lost: check.lost + max(count - Int(check.expected), 0), reordered: check.reordered, dropped: dropped)
+}

@@ -1,0 +1,94 @@
+/* Reference for dbus-signal-propertieschanged: receives N PropertiesChanged signals from
+ * signal-emitter, decodes each one's Value and checks the sequence numbers for loss and reordering.
+ * Prints READY once its match rule is installed; gives up after 5 s without a signal.
+ * usage: signal-receiver ADDRESS N */
+#include "bench-common.h"
+
+static long expected, received, lost, reordered;
+
+/* Decodes one PropertiesChanged(s interface, a{sv} changed, as invalidated); returns 0 if malformed. */
+static int decode(DBusMessage *message, uint64_t *sequence) {
+    DBusMessageIter iter, changed, entry, variant, array, invalidated;
+    const char *interface = NULL, *key = NULL;
+    const unsigned char *bytes = NULL;
+    int length = 0, found = 0;
+    if (strcmp(dbus_message_get_path(message), BENCH_SIGNAL_PATH) != 0) return 0;
+    if (!dbus_message_iter_init(message, &iter) || dbus_message_iter_get_arg_type(&iter) != DBUS_TYPE_STRING) return 0;
+    dbus_message_iter_get_basic(&iter, &interface);
+    if (strcmp(interface, BENCH_GATT_INTERFACE) != 0) return 0;
+    if (!dbus_message_iter_next(&iter) || dbus_message_iter_get_arg_type(&iter) != DBUS_TYPE_ARRAY ||
+        dbus_message_iter_get_element_type(&iter) != DBUS_TYPE_DICT_ENTRY)
+        return 0;
+    dbus_message_iter_recurse(&iter, &changed);
+    while (dbus_message_iter_get_arg_type(&changed) == DBUS_TYPE_DICT_ENTRY) {
+        dbus_message_iter_recurse(&changed, &entry);
+        if (dbus_message_iter_get_arg_type(&entry) != DBUS_TYPE_STRING) return 0;
+        dbus_message_iter_get_basic(&entry, &key);
+        dbus_message_iter_next(&entry);
+        if (dbus_message_iter_get_arg_type(&entry) != DBUS_TYPE_VARIANT) return 0;
+        if (strcmp(key, "Value") == 0) {
+            dbus_message_iter_recurse(&entry, &variant);
+            if (dbus_message_iter_get_arg_type(&variant) != DBUS_TYPE_ARRAY ||
+                dbus_message_iter_get_element_type(&variant) != DBUS_TYPE_BYTE)
+                return 0;
+            dbus_message_iter_recurse(&variant, &array);
+            dbus_message_iter_get_fixed_array(&array, &bytes, &length);
+            found = 1;
+        }
+        dbus_message_iter_next(&changed);
+    }
+    if (!dbus_message_iter_next(&iter) || dbus_message_iter_get_arg_type(&iter) != DBUS_TYPE_ARRAY) return 0;
+    dbus_message_iter_recurse(&iter, &invalidated);
+    while (dbus_message_iter_get_arg_type(&invalidated) == DBUS_TYPE_STRING) dbus_message_iter_next(&invalidated);
+    if (!found || length != BENCH_VALUE_LENGTH) return 0;
+    *sequence = bench_sequence(bytes);
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: signal-receiver ADDRESS N\n");
+        return 2;
+    }
+    long n = atol(argv[2]);
+    DBusConnection *connection = bench_connect(argv[1]);
+    DBusError error;
+    dbus_error_init(&error);
+    dbus_bus_add_match(connection,
+                       "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'", &error);
+    if (dbus_error_is_set(&error)) bench_die("AddMatch", &error);
+    bench_mark start = bench_mark_now();
+    printf("READY\n");
+    fflush(stdout);
+
+    /* first and last are when the first and the latest signal were taken; the rate is computed from them. */
+    double first = 0, last = 0, active = bench_now();
+    while (expected < n) {
+        if (!dbus_connection_read_write(connection, 1000)) bench_die("disconnected", NULL);
+        DBusMessage *message;
+        while ((message = dbus_connection_pop_message(connection)) != NULL) {
+            uint64_t sequence;
+            if (dbus_message_is_signal(message, DBUS_INTERFACE_PROPERTIES, "PropertiesChanged")) {
+                if (!decode(message, &sequence)) bench_die("malformed PropertiesChanged", NULL);
+                last = bench_now();
+                if (received++ == 0) first = last;
+                if (sequence == (uint64_t)expected) {
+                    expected++;
+                } else if (sequence > (uint64_t)expected) {
+                    lost += (long)(sequence - (uint64_t)expected);
+                    expected = (long)sequence + 1;
+                } else {
+                    reordered++;
+                }
+            }
+            dbus_message_unref(message);
+        }
+        double now = bench_now();
+        if (last > active) active = last;
+        else if (now - active > (received ? 5.0 : 30.0)) break;
+    }
+    bench_mark end = bench_mark_now();
+    lost += n - expected;
+    bench_report(received, received > 1 ? last - first : 0, start, end, lost, reordered, 0);
+    return 0;
+}

@@ -1,0 +1,171 @@
+/// One thing declared in a GATT server's builder block: a service, a handler, or an option.
+///
+/// Only the types of this module conform, so a wrong component is a compile-time error.
+public protocol GATTServerComponent: Sendable {
+    /// Adds this component to a server definition.
+    func apply(to definition: inout GATTServerDefinition)
+}
+
+/// Builds a ``GATTServerDefinition`` from a block of components, with `if`, `if`/`else` and `for`.
+///
+/// ```swift
+/// let definition = GATTServerDefinition {
+///     Service(serviceID) {
+///         Characteristic(psmID, properties: [.read, .indicate], permissions: .readable)
+///     }
+///     OnRead(psmID) { request in psm.bytes }
+///     OnConnectionStateChange { central, isConnected in print(central, isConnected) }
+/// }
+/// ```
+@resultBuilder
+public enum GATTServerBuilder {
+    public static func buildExpression(_ component: some GATTServerComponent) -> [any GATTServerComponent] {
+        [component]
+    }
+    public static func buildBlock(_ components: [any GATTServerComponent]...) -> [any GATTServerComponent] {
+        components.flatMap { $0 }
+    }
+    public static func buildOptional(_ component: [any GATTServerComponent]?) -> [any GATTServerComponent] {
+        component ?? []
+    }
+    public static func buildEither(first component: [any GATTServerComponent]) -> [any GATTServerComponent] {
+        component
+    }
+    public static func buildEither(second component: [any GATTServerComponent]) -> [any GATTServerComponent] {
+        component
+    }
+    public static func buildArray(_ components: [[any GATTServerComponent]]) -> [any GATTServerComponent] {
+        components.flatMap { $0 }
+    }
+}
+
+/// Builds the characteristics of a ``Service``.
+@resultBuilder
+public enum ServiceBuilder {
+    public static func buildExpression(_ characteristic: Characteristic) -> [Characteristic] { [characteristic] }
+    public static func buildBlock(_ components: [Characteristic]...) -> [Characteristic] { components.flatMap { $0 } }
+    public static func buildOptional(_ component: [Characteristic]?) -> [Characteristic] { component ?? [] }
+    public static func buildEither(first component: [Characteristic]) -> [Characteristic] { component }
+    public static func buildEither(second component: [Characteristic]) -> [Characteristic] { component }
+    public static func buildArray(_ components: [[Characteristic]]) -> [Characteristic] { components.flatMap { $0 } }
+}
+
+/// Builds the descriptors of a ``Characteristic``.
+@resultBuilder
+public enum CharacteristicBuilder {
+    public static func buildExpression(_ descriptor: Descriptor) -> [Descriptor] { [descriptor] }
+    public static func buildBlock(_ components: [Descriptor]...) -> [Descriptor] { components.flatMap { $0 } }
+    public static func buildOptional(_ component: [Descriptor]?) -> [Descriptor] { component ?? [] }
+    public static func buildEither(first component: [Descriptor]) -> [Descriptor] { component }
+    public static func buildEither(second component: [Descriptor]) -> [Descriptor] { component }
+    public static func buildArray(_ components: [[Descriptor]]) -> [Descriptor] { components.flatMap { $0 } }
+}
+
+/// A GATT service and its characteristics.
+public struct Service: GATTServerComponent {
+    /// Whether a service is primary or included by another.
+    public enum Kind: Sendable, Hashable {
+        case primary
+        case secondary
+    }
+
+    public var uuid: BluetoothUUID
+    public var kind: Kind
+    public var characteristics: [Characteristic]
+
+    public init(
+        _ uuid: BluetoothUUID, _ kind: Kind = .primary, @ServiceBuilder characteristics: () -> [Characteristic] = { [] }
+    ) {
+        self.uuid = uuid
+        self.kind = kind
+        self.characteristics = characteristics()
+    }
+
+    public init(
+        _ identifier: some ServiceIdentifier, _ kind: Kind = .primary,
+        @ServiceBuilder characteristics: () -> [Characteristic] = { [] }
+    ) {
+        self.init(identifier.uuid, kind, characteristics: characteristics)
+    }
+
+    public func apply(to definition: inout GATTServerDefinition) { definition.services.append(self) }
+}
+
+/// A characteristic of a ``Service``: its properties, permissions, initial value and descriptors.
+///
+/// A characteristic with no ``OnRead`` or ``OnWrite`` handler serves its stored value, and
+/// writes update it (subject to its permissions).
+public struct Characteristic: Sendable {
+    public var uuid: BluetoothUUID
+    public var properties: CharacteristicProperties
+    public var permissions: AttributePermissions
+    public var value: [UInt8]
+    public var descriptors: [Descriptor]
+
+    /// Declares a characteristic.
+    ///
+    /// - Parameters:
+    ///   - uuid: Its UUID.
+    ///   - properties: What centrals may do: read, write, notify, indicate…
+    ///   - permissions: The security reads and writes require; by default readable if
+    ///     `properties` has `.read`, writable if it has a kind of write.
+    ///   - value: The initial stored value.
+    ///   - descriptors: Its descriptors (BlueZ adds the Client Characteristic Configuration itself).
+    public init(
+        _ uuid: BluetoothUUID, properties: CharacteristicProperties, permissions: AttributePermissions? = nil,
+        value: [UInt8] = [], @CharacteristicBuilder descriptors: () -> [Descriptor] = { [] }
+    ) {
+        self.uuid = uuid
+        self.properties = properties
+        self.permissions = permissions ?? Self.defaultPermissions(for: properties)
+        self.value = value
+        self.descriptors = descriptors()
+    }
+
+    public init(
+        _ identifier: some CharacteristicIdentifier, properties: CharacteristicProperties,
+        permissions: AttributePermissions? = nil, value: [UInt8] = [],
+        @CharacteristicBuilder descriptors: () -> [Descriptor] = { [] }
+    ) {
+        self.init(
+            identifier.uuid, properties: properties, permissions: permissions, value: value, descriptors: descriptors)
+    }
+
+    static func defaultPermissions(for properties: CharacteristicProperties) -> AttributePermissions {
+        var permissions: AttributePermissions = []
+        if properties.contains(.read) { permissions.insert(.readable) }
+        if !properties.isDisjoint(with: [.write, .writeWithoutResponse, .reliableWrite]) {
+            permissions.insert(.writable)
+        }
+        return permissions
+    }
+
+    var isReadable: Bool {
+        !permissions.isDisjoint(with: [.readable, .readEncrypted, .readEncryptedAuthenticated, .readSecure])
+    }
+
+    var isWritable: Bool {
+        !permissions.isDisjoint(with: [.writable, .writeEncrypted, .writeEncryptedAuthenticated, .writeSecure])
+    }
+}
+
+/// A descriptor of a ``Characteristic``.
+public struct Descriptor: Sendable {
+    public var uuid: BluetoothUUID
+    public var permissions: AttributePermissions
+    public var value: [UInt8]
+
+    public init(_ uuid: BluetoothUUID, permissions: AttributePermissions = .readable, value: [UInt8] = []) {
+        self.uuid = uuid
+        self.permissions = permissions
+        self.value = value
+    }
+
+    var isReadable: Bool {
+        !permissions.isDisjoint(with: [.readable, .readEncrypted, .readEncryptedAuthenticated, .readSecure])
+    }
+
+    var isWritable: Bool {
+        !permissions.isDisjoint(with: [.writable, .writeEncrypted, .writeEncryptedAuthenticated, .writeSecure])
+    }
+}

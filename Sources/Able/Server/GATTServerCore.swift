@@ -1,0 +1,117 @@
+import Synchronization
+
+/// Where an attribute sits in a definition: service, characteristic, and descriptor (if any).
+package struct AttributeID: Hashable, Sendable {
+    var service: Int
+    var characteristic: Int
+    var descriptor: Int?
+}
+
+/// The backend-agnostic heart of a GATT server: stored values, permission and length checks,
+/// and which handler answers. Backends turn their requests into calls of ``read(_:central:offset:mtu:)``
+/// and ``write(_:value:offset:kind:central:mtu:)``.
+package final class GATTServerCore: Sendable {
+    static let maximumValueLength = 512
+
+    let definition: GATTServerDefinition
+    private let values: Mutex<[AttributeID: [UInt8]]>
+
+    init(definition: GATTServerDefinition) {
+        self.definition = definition
+        var values: [AttributeID: [UInt8]] = [:]
+        for (serviceIndex, service) in definition.services.enumerated() {
+            for (index, characteristic) in service.characteristics.enumerated() {
+                values[AttributeID(service: serviceIndex, characteristic: index)] = characteristic.value
+                for (descriptorIndex, descriptor) in characteristic.descriptors.enumerated() {
+                    values[AttributeID(service: serviceIndex, characteristic: index, descriptor: descriptorIndex)] =
+                        descriptor.value
+                }
+            }
+        }
+        self.values = Mutex(values)
+    }
+
+    func characteristic(_ id: AttributeID) -> Characteristic {
+        definition.services[id.service].characteristics[id.characteristic]
+    }
+
+    /// Every characteristic with the UUID, in declaration order.
+    func characteristics(_ uuid: BluetoothUUID) -> [AttributeID] {
+        definition.services.enumerated().flatMap { serviceIndex, service in
+            service.characteristics.enumerated().compactMap { index, characteristic in
+                characteristic.uuid == uuid ? AttributeID(service: serviceIndex, characteristic: index) : nil
+            }
+        }
+    }
+
+    func storedValue(_ id: AttributeID) -> [UInt8] { values.withLock { $0[id] ?? [] } }
+
+    func store(_ value: [UInt8], for id: AttributeID) { values.withLock { $0[id] = value } }
+
+    /// Answers a read: the handler's value, or the stored one from `offset`.
+    ///
+    /// - Throws: Only ``ATTError``: a handler's other errors become ``ATTError/unlikelyError``.
+    func read(_ id: AttributeID, central: Central?, offset: Int, mtu: Int?) async throws -> [UInt8] {
+        let characteristic = characteristic(id)
+        let descriptor = id.descriptor.map { characteristic.descriptors[$0] }
+        guard descriptor?.isReadable ?? characteristic.isReadable else { throw ATTError.readNotPermitted }
+        let stored = storedValue(id)
+        let handler =
+            descriptor.map { definition.descriptorReads[$0.uuid] ?? definition.anyDescriptorRead }
+            ?? (definition.characteristicReads[characteristic.uuid] ?? definition.anyCharacteristicRead)
+        guard let handler else {
+            guard offset <= stored.count else { throw ATTError.invalidOffset }
+            return Array(stored[offset...])
+        }
+        let request = ReadRequest(
+            uuid: descriptor?.uuid ?? characteristic.uuid,
+            characteristicUUID: descriptor == nil ? nil : characteristic.uuid,
+            central: central, offset: offset, mtu: mtu, storedValue: stored)
+        let value: [UInt8]
+        do {
+            value = try await handler(request)
+        } catch let error as ATTError {
+            throw error
+        } catch {
+            throw ATTError.unlikelyError
+        }
+        guard value.count <= Self.maximumValueLength else { throw ATTError.invalidAttributeValueLength }
+        return value
+    }
+
+    /// Answers a write: checks it, runs the handler, and stores the result unless the handler
+    /// keeps the value itself.
+    func write(
+        _ id: AttributeID, value: [UInt8], offset: Int, kind: WriteRequest.Kind, central: Central?, mtu: Int?
+    ) async throws {
+        let characteristic = characteristic(id)
+        let descriptor = id.descriptor.map { characteristic.descriptors[$0] }
+        guard descriptor?.isWritable ?? characteristic.isWritable else { throw ATTError.writeNotPermitted }
+        guard offset + value.count <= Self.maximumValueLength else { throw ATTError.invalidAttributeValueLength }
+        let stored = storedValue(id)
+        guard offset <= stored.count else { throw ATTError.invalidOffset }
+        let handler =
+            descriptor.map { definition.descriptorWrites[$0.uuid] ?? definition.anyDescriptorWrite }
+            ?? (definition.characteristicWrites[characteristic.uuid] ?? definition.anyCharacteristicWrite)
+        var response = WriteResponse.store
+        if let handler {
+            let request = WriteRequest(
+                uuid: descriptor?.uuid ?? characteristic.uuid,
+                characteristicUUID: descriptor == nil ? nil : characteristic.uuid, value: value, offset: offset,
+                kind: kind, central: central, mtu: mtu, storedValue: stored)
+            do {
+                response = try await handler(request)
+            } catch let error as ATTError {
+                throw error
+            } catch {
+                throw ATTError.unlikelyError
+            }
+        }
+        if response == .store {
+            values.withLock { values in
+                let current = values[id] ?? []
+                values[id] = Array(current.prefix(offset)) + value
+            }
+        }
+    }
+}

@@ -1,0 +1,148 @@
+/// Answers reads of the listed characteristics with the value returned; throw an ``ATTError``
+/// to answer with that error.
+public struct OnRead: GATTServerComponent {
+    let uuids: [BluetoothUUID]
+    let handler: GATTServerDefinition.ReadHandler
+
+    public init(_ uuids: [BluetoothUUID], _ handler: @escaping GATTServerDefinition.ReadHandler) {
+        self.uuids = uuids
+        self.handler = handler
+    }
+
+    public init(_ identifiers: any CharacteristicIdentifier..., handler: @escaping GATTServerDefinition.ReadHandler) {
+        self.init(identifiers.map(\.uuid), handler)
+    }
+
+    public func apply(to definition: inout GATTServerDefinition) {
+        definition.add(uuids, handler, to: \.characteristicReads, kind: "OnRead")
+    }
+}
+
+/// Answers writes of the listed characteristics; throw an ``ATTError`` to refuse one.
+public struct OnWrite: GATTServerComponent {
+    let uuids: [BluetoothUUID]
+    let handler: GATTServerDefinition.WriteHandler
+
+    public init(_ uuids: [BluetoothUUID], _ handler: @escaping GATTServerDefinition.WriteHandler) {
+        self.uuids = uuids
+        self.handler = handler
+    }
+
+    public init(_ identifiers: any CharacteristicIdentifier..., handler: @escaping GATTServerDefinition.WriteHandler) {
+        self.init(identifiers.map(\.uuid), handler)
+    }
+
+    public func apply(to definition: inout GATTServerDefinition) {
+        definition.add(uuids, handler, to: \.characteristicWrites, kind: "OnWrite")
+    }
+}
+
+/// Answers reads of the listed descriptors.
+public struct OnReadDescriptor: GATTServerComponent {
+    let uuids: [BluetoothUUID]
+    let handler: GATTServerDefinition.ReadHandler
+
+    public init(_ uuids: BluetoothUUID..., handler: @escaping GATTServerDefinition.ReadHandler) {
+        self.uuids = uuids
+        self.handler = handler
+    }
+
+    public func apply(to definition: inout GATTServerDefinition) {
+        definition.add(uuids, handler, to: \.descriptorReads, kind: "OnReadDescriptor")
+    }
+}
+
+/// Answers writes of the listed descriptors.
+public struct OnWriteDescriptor: GATTServerComponent {
+    let uuids: [BluetoothUUID]
+    let handler: GATTServerDefinition.WriteHandler
+
+    public init(_ uuids: BluetoothUUID..., handler: @escaping GATTServerDefinition.WriteHandler) {
+        self.uuids = uuids
+        self.handler = handler
+    }
+
+    public func apply(to definition: inout GATTServerDefinition) {
+        definition.add(uuids, handler, to: \.descriptorWrites, kind: "OnWriteDescriptor")
+    }
+}
+
+/// Answers reads of every characteristic no ``OnRead`` covers.
+public struct OnAnyRead: GATTServerComponent {
+    let handler: GATTServerDefinition.ReadHandler
+    public init(_ handler: @escaping GATTServerDefinition.ReadHandler) { self.handler = handler }
+    public func apply(to definition: inout GATTServerDefinition) {
+        definition.setCatchAll(\.anyCharacteristicRead, handler, kind: "OnAnyRead")
+    }
+}
+
+/// Answers writes of every characteristic no ``OnWrite`` covers.
+public struct OnAnyWrite: GATTServerComponent {
+    let handler: GATTServerDefinition.WriteHandler
+    public init(_ handler: @escaping GATTServerDefinition.WriteHandler) { self.handler = handler }
+    public func apply(to definition: inout GATTServerDefinition) {
+        definition.setCatchAll(\.anyCharacteristicWrite, handler, kind: "OnAnyWrite")
+    }
+}
+
+/// Answers reads of every descriptor no ``OnReadDescriptor`` covers.
+public struct OnAnyReadDescriptor: GATTServerComponent {
+    let handler: GATTServerDefinition.ReadHandler
+    public init(_ handler: @escaping GATTServerDefinition.ReadHandler) { self.handler = handler }
+    public func apply(to definition: inout GATTServerDefinition) {
+        definition.setCatchAll(\.anyDescriptorRead, handler, kind: "OnAnyReadDescriptor")
+    }
+}
+
+/// Answers writes of every descriptor no ``OnWriteDescriptor`` covers.
+public struct OnAnyWriteDescriptor: GATTServerComponent {
+    let handler: GATTServerDefinition.WriteHandler
+    public init(_ handler: @escaping GATTServerDefinition.WriteHandler) { self.handler = handler }
+    public func apply(to definition: inout GATTServerDefinition) {
+        definition.setCatchAll(\.anyDescriptorWrite, handler, kind: "OnAnyWriteDescriptor")
+    }
+}
+
+/// Called when a central connects (`true`) or disconnects (`false`).
+public struct OnConnectionStateChange: GATTServerComponent {
+    let handler: @Sendable (GATTServer, Central, Bool) async -> Void
+    public init(
+        _ handler: @escaping @Sendable (_ server: GATTServer, _ central: Central, _ isConnected: Bool) async -> Void
+    ) {
+        self.handler = handler
+    }
+    public func apply(to definition: inout GATTServerDefinition) { definition.connectionHandlers.append(handler) }
+}
+
+/// Called when a central subscribes to (`true`) or unsubscribes from (`false`) a characteristic.
+///
+/// BlueZ does not say which central subscribed; `central` is `nil` then.
+public struct OnSubscriptionChange: GATTServerComponent {
+    let handler: @Sendable (GATTServer, Central?, BluetoothUUID, Bool) async -> Void
+    public init(
+        _ handler:
+            @escaping @Sendable (
+                _ server: GATTServer, _ central: Central?, _ characteristic: BluetoothUUID, _ isSubscribed: Bool
+            ) async -> Void
+    ) {
+        self.handler = handler
+    }
+    public func apply(to definition: inout GATTServerDefinition) { definition.subscriptionHandlers.append(handler) }
+}
+
+/// Called when the server opens (`true`, registered with BlueZ) and closes (`false`).
+public struct OnStateChange: GATTServerComponent {
+    let handler: @Sendable (GATTServer, Bool) async -> Void
+    public init(_ handler: @escaping @Sendable (_ server: GATTServer, _ isOpen: Bool) async -> Void) {
+        self.handler = handler
+    }
+    public func apply(to definition: inout GATTServerDefinition) { definition.stateHandlers.append(handler) }
+}
+
+/// Lets the server manage its connected centrals: it keeps the list of connected centrals
+/// from BlueZ and disconnects them all when it closes.
+public struct AutoManageDevices: GATTServerComponent {
+    let enabled: Bool
+    public init(_ enabled: Bool = true) { self.enabled = enabled }
+    public func apply(to definition: inout GATTServerDefinition) { definition.managesDevicesAutomatically = enabled }
+}
