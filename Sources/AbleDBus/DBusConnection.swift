@@ -173,19 +173,23 @@ public actor DBusConnection {
         let reply = PendingReply()
         let core = self.core
         let milliseconds = timeout.map(Self.milliseconds) ?? ABLE_DBUS_TIMEOUT_INFINITE
-        return try await withTaskCancellationHandler {
-            // Naming `self` keeps this closure isolated to the connection (SE-0420), so the call is
-            // sent from the connection's queue without a hop.
-            try await withCheckedThrowingContinuation { continuation in
-                guard reply.install(continuation) else {
-                    dbus_message_unref(message)
-                    return
+        // Preferring the connection's executor makes the reply resume this task on the
+        // connection's queue, where it is dispatched, rather than through the global pool.
+        return try await withTaskExecutorPreference(executor) {
+            try await withTaskCancellationHandler {
+                // Naming `self` keeps this closure isolated to the connection (SE-0420), so the call
+                // is sent from the connection's queue without a hop.
+                try await withCheckedThrowingContinuation { continuation in
+                    guard reply.install(continuation) else {
+                        dbus_message_unref(message)
+                        return
+                    }
+                    self.core.send(message, replyTo: reply, timeoutMilliseconds: milliseconds)
                 }
-                self.core.send(message, replyTo: reply, timeoutMilliseconds: milliseconds)
-            }
-        } onCancel: {
-            if reply.resume(with: .failure(CancellationError())) {
-                core.queue.async { core.cancel(reply) }
+            } onCancel: {
+                if reply.resume(with: .failure(CancellationError())) {
+                    core.queue.async { core.cancel(reply) }
+                }
             }
         }
     }

@@ -34,6 +34,8 @@ final class ConnectionCore: @unchecked Sendable {
     struct TrackedName {
         var owner: String?
         var references: Int
+        /// Whether a `NameOwnerChanged` was seen, which is newer than any `GetNameOwner` answer.
+        var changed = false
     }
 
     init(raw: OpaquePointer, queue: DispatchQueue, log: @escaping @Sendable (String) -> Void) {
@@ -293,7 +295,8 @@ final class ConnectionCore: @unchecked Sendable {
         switch dbus_message_get_type(message) {
         case ABLE_DBUS_MESSAGE_TYPE_SIGNAL:
             routeSignal(message)
-            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+            // Nothing else wants signals: spare libdbus its object-path dispatch.
+            return DBUS_HANDLER_RESULT_HANDLED
         case ABLE_DBUS_MESSAGE_TYPE_METHOD_CALL:
             handleMethodCall(message)
             return DBUS_HANDLER_RESULT_HANDLED
@@ -377,7 +380,9 @@ final class ConnectionCore: @unchecked Sendable {
         return tracked.references == 0
     }
 
+    /// Records the owner `GetNameOwner` reported, unless a `NameOwnerChanged` overtook it.
     func setOwner(_ owner: String?, of name: String) {
+        guard trackedNames[name]?.changed == false else { return }
         trackedNames[name]?.owner = owner
     }
 
@@ -386,5 +391,6 @@ final class ConnectionCore: @unchecked Sendable {
             case .string(let newOwner) = arguments[2]
         else { return }
         trackedNames[name]?.owner = newOwner.isEmpty ? nil : newOwner
+        trackedNames[name]?.changed = true
     }
 }

@@ -144,7 +144,7 @@ extension Array: DBusRepresentable where Element: DBusRepresentable {
     public init(dbusValue: DBusValue) throws(DBusError) {
         switch dbusValue {
         case .bytes(let bytes) where Element.self == UInt8.self:
-            self = bytes as! [Element]
+            self = unsafeBitCast(bytes, to: [Element].self)
         case .bytes(let bytes) where Element.dbusSignature == .byte:
             self = try bytes.map { byte throws(DBusError) in try Element(dbusValue: .byte(byte)) }
         case .array(let signature, let elements) where signature == Element.dbusSignature:
@@ -155,7 +155,7 @@ extension Array: DBusRepresentable where Element: DBusRepresentable {
     }
 
     public var dbusValue: DBusValue {
-        if Element.self == UInt8.self { return .bytes(self as! [UInt8]) }
+        if Element.self == UInt8.self { return .bytes(unsafeBitCast(self, to: [UInt8].self)) }
         return .array(Element.dbusSignature, map(\.dbusValue))
     }
 }

@@ -5,7 +5,7 @@
 ///
 /// To turn a value into a Swift type, use ``decode(_:)`` with any ``DBusRepresentable`` type;
 /// a value of another type or shape throws a ``DBusError`` naming what was expected.
-public indirect enum DBusValue: Hashable, Sendable {
+public enum DBusValue: Hashable, Sendable {
     case byte(UInt8)
     case boolean(Bool)
     case int16(Int16)
@@ -29,7 +29,7 @@ public indirect enum DBusValue: Hashable, Sendable {
     /// A structure (`(...)`).
     case structure([DBusValue])
     /// A variant (`v`): a value that carries its own signature.
-    case variant(DBusValue)
+    indirect case variant(DBusValue)
 
     /// The signature of this value.
     public var signature: DBusSignature {
