@@ -141,6 +141,17 @@ public actor Adapter {
         }
     }
 
+    /// Starts advertising, so that centrals find (and, if connectable, connect to) this adapter.
+    ///
+    /// The corresponding BlueZ method is `org.bluez.LEAdvertisingManager1.RegisterAdvertisement`.
+    /// - Returns: The running advertisement; call ``AdvertisingSet/stop()`` to end it.
+    /// - Throws: ``BluetoothError``: ``BluetoothError/Code/valueTooLong`` when the data does not fit
+    ///   legacy advertising (checked before asking BlueZ), ``BluetoothError/Code/notAvailable`` when
+    ///   the controller has no free advertising instance, or what else BlueZ answered.
+    public func startAdvertising(_ advertisement: Advertisement) async throws -> AdvertisingSet {
+        try await backend.startAdvertising(advertisement)
+    }
+
     /// Starts scanning for devices.
     ///
     /// Several scans can run at once, on one adapter or several: they share one BlueZ discovery

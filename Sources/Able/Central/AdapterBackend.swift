@@ -10,6 +10,7 @@ package protocol AdapterBackend: Sendable {
     func scan(_ filter: ScanFilter, into continuation: ScanStream.Continuation) async throws
     func peripheral(address: BluetoothAddress) -> any PeripheralBackend
     func gattServerBackend() async throws -> any GATTServerBackend
+    func startAdvertising(_ advertisement: Advertisement) async throws -> AdvertisingSet
 }
 
 /// The writable adapter properties, by their BlueZ names.

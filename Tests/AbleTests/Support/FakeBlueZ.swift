@@ -14,6 +14,8 @@ final class FakeBlueZ: Sendable {
     let application = Locked<
         (owner: String, root: DBusObjectPath, objects: [DBusObjectPath: [String: [String: DBusVariant]]])?
     >(nil)
+    /// The registered advertisement: owner, path and properties as BlueZ read them.
+    let advertisement = Locked<(owner: String, path: DBusObjectPath, properties: [String: DBusVariant])?>(nil)
     /// The last discovery filter set.
     let discoveryFilter = Locked<[String: DBusVariant]>([:])
     private let adapters: [String: Locked<[String: DBusValue]>]
@@ -104,8 +106,32 @@ final class FakeBlueZ: Sendable {
                         return []
                     },
                 ])
+            let advertisement = self.advertisement
+            let advertisingManager = DBusInterface(
+                "org.bluez.LEAdvertisingManager1",
+                methods: [
+                    DBusMethod("RegisterAdvertisement", in: "oa{sv}") { [connection] call in
+                        let path = try call.argument(0, as: DBusObjectPath.self)
+                        let reply = try await connection.call(
+                            destination: call.sender, path: path, interface: "org.freedesktop.DBus.Properties",
+                            method: "GetAll", arguments: [.string("org.bluez.LEAdvertisement1")])
+                        let properties = try reply[0].decode([String: DBusVariant].self)
+                        if (try properties.decode("LocalName", as: String.self))?.hasPrefix("refuse") == true {
+                            throw DBusError("org.bluez.Error.NotPermitted", "Maximum advertisements reached")
+                        }
+                        advertisement.value = (call.sender, path, properties)
+                        return []
+                    },
+                    DBusMethod.immediate("UnregisterAdvertisement", in: "o") { _ in
+                        advertisement.value = nil
+                        return []
+                    },
+                ])
             try await connection.export(
-                [DBusInterface("org.bluez.Adapter1", methods: methods, properties: declared), gattManager], at: path)
+                [
+                    DBusInterface("org.bluez.Adapter1", methods: methods, properties: declared), gattManager,
+                    advertisingManager,
+                ], at: path)
         }
     }
 
