@@ -1,3 +1,5 @@
+import AbleDBus
+
 /// A local Bluetooth adapter: its state, its power, and the stream of its changes.
 ///
 /// Obtain the system's default adapter with ``default()`` or one by name with ``named(_:)``.
@@ -67,6 +69,12 @@ public actor Adapter {
     ///   adapter, ``BluetoothError/Code/daemonUnavailable`` when BlueZ is not running.
     public static func named(_ name: String) async throws -> Adapter {
         Adapter(backend: try await BlueZAdapterBackend.open(name: name, system: BlueZSystem.shared()))
+    }
+
+    /// The adapter `name` of a BlueZ reached through `connection` rather than the system bus:
+    /// for benchmarks and tests that run a BlueZ stand-in on a private bus.
+    package static func bluez(named name: String, on connection: DBusConnection) async throws -> Adapter {
+        Adapter(backend: try await BlueZAdapterBackend.open(name: name, system: BlueZSystem.open(on: connection)))
     }
 
     /// The adapter's state now.
