@@ -44,13 +44,20 @@ struct BlueZAdapterBackend: AdapterBackend {
             isPairable: value("Pairable", false), isDiscovering: value("Discovering", false), isPresent: true)
     }
 
-    func set(_ property: AdapterProperty, _ value: DBusValue) async throws {
+    func set(_ change: AdapterChange) async throws {
+        let (property, value): (String, DBusValue) =
+            switch change {
+            case .powered(let on): ("Powered", .boolean(on))
+            case .discoverable(let on): ("Discoverable", .boolean(on))
+            case .pairable(let on): ("Pairable", .boolean(on))
+            case .alias(let alias): ("Alias", .string(alias))
+            }
         guard system.tree.interfaces(at: path) != nil else {
             throw BluetoothError(
                 system.tree.owner == nil ? .daemonUnavailable : .notAvailable, message: "adapter \(name) is not present"
             )
         }
-        try await system.setProperty(path, Self.interface, property.rawValue, value)
+        try await system.setProperty(path, Self.interface, property, value)
     }
 
     func stateChanges() -> AsyncStream<Adapter.State> {

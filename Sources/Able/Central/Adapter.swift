@@ -86,28 +86,28 @@ public actor Adapter {
     /// - Throws: ``BluetoothError`` when BlueZ refuses (for example ``BluetoothError/Code/notReady``
     ///   or a blocked radio) or the adapter is gone.
     public func setPowered(_ powered: Bool) async throws {
-        try await backend.set(.powered, .boolean(powered))
+        try await backend.set(.powered(powered))
     }
 
     /// Makes the adapter discoverable by others, or not.
     ///
     /// The corresponding BlueZ property is `org.bluez.Adapter1.Discoverable`.
     public func setDiscoverable(_ discoverable: Bool) async throws {
-        try await backend.set(.discoverable, .boolean(discoverable))
+        try await backend.set(.discoverable(discoverable))
     }
 
     /// Allows pairing with the adapter, or not.
     ///
     /// The corresponding BlueZ property is `org.bluez.Adapter1.Pairable`.
     public func setPairable(_ pairable: Bool) async throws {
-        try await backend.set(.pairable, .boolean(pairable))
+        try await backend.set(.pairable(pairable))
     }
 
     /// Sets the name the adapter shows to others; the empty string restores the system name.
     ///
     /// The corresponding BlueZ property is `org.bluez.Adapter1.Alias`.
     public func setAlias(_ alias: String) async throws {
-        try await backend.set(.alias, .string(alias))
+        try await backend.set(.alias(alias))
     }
 
     /// The adapter's states from now on, starting with the current one.

@@ -1,10 +1,8 @@
-import AbleDBus
-
 /// What a backend (BlueZ, the simulator) provides for an ``Adapter``.
 package protocol AdapterBackend: Sendable {
     var name: String { get }
     var currentState: Adapter.State { get }
-    func set(_ property: AdapterProperty, _ value: DBusValue) async throws
+    func set(_ change: AdapterChange) async throws
     func stateChanges() -> AsyncStream<Adapter.State>
     /// Starts a scan; discoveries go to `continuation` until it terminates.
     func scan(_ filter: ScanFilter, into continuation: ScanStream.Continuation) async throws
@@ -13,10 +11,10 @@ package protocol AdapterBackend: Sendable {
     func startAdvertising(_ advertisement: Advertisement) async throws -> AdvertisingSet
 }
 
-/// The writable adapter properties, by their BlueZ names.
-package enum AdapterProperty: String, Sendable {
-    case powered = "Powered"
-    case discoverable = "Discoverable"
-    case pairable = "Pairable"
-    case alias = "Alias"
+/// A change of one writable adapter property.
+package enum AdapterChange: Sendable {
+    case powered(Bool)
+    case discoverable(Bool)
+    case pairable(Bool)
+    case alias(String)
 }

@@ -1,0 +1,75 @@
+/// Everything on a simulated radio; kept behind the radio's mutex.
+struct RadioState {
+    struct Connection: Hashable, CustomStringConvertible {
+        var central: BluetoothAddress
+        var peripheral: BluetoothAddress
+        var description: String { "\(central)→\(peripheral)" }
+    }
+
+    struct SubscriptionKey: Hashable, CustomStringConvertible {
+        var central: BluetoothAddress
+        var peripheral: BluetoothAddress
+        var attribute: AttributeID
+        var description: String { "\(central)→\(peripheral)#\(attribute.service).\(attribute.characteristic)" }
+    }
+
+    struct Scan {
+        var adapter: BluetoothAddress
+        var filter: ScanFilter
+        var continuation: ScanStream.Continuation
+    }
+
+    var adapterCount = 0
+    var adapters: [BluetoothAddress: SimulatedAdapterState] = [:]
+    var devices: [BluetoothAddress: SimulatedDevice] = [:]
+    var connections: Set<Connection> = []
+    var subscriptions: [SubscriptionKey: [UInt64: NotificationStream.Continuation]] = [:]
+    var scans: [UInt64: Scan] = [:]
+    var adapterListeners: [BluetoothAddress: [UInt64: AsyncStream<Adapter.State>.Continuation]] = [:]
+    var nextID: UInt64 = 0
+
+    mutating func makeID() -> UInt64 {
+        nextID += 1
+        return nextID
+    }
+}
+
+/// A simulated adapter's state.
+struct SimulatedAdapterState {
+    var name: String
+    var address: BluetoothAddress
+    var alias: String = ""
+    var isPowered = true
+    var isDiscoverable = false
+    var isPairable = true
+
+    func publicState(discovering: Bool) -> Adapter.State {
+        Adapter.State(
+            name: name, address: address, systemName: name, alias: alias.isEmpty ? name : alias, isPowered: isPowered,
+            isDiscoverable: isDiscoverable, isPairable: isPairable, isDiscovering: discovering, isPresent: true)
+    }
+}
+
+/// A device others can find and connect to: a peripheral added by a test, or a simulated
+/// adapter running a GATT server and advertising.
+struct SimulatedDevice {
+    var address: BluetoothAddress
+    var advertisement: Advertisement?
+    var rssi: Int
+    var mtu: Int
+    var core: GATTServerCore?
+    var events: GATTServerEvents?
+    var isAdvertising = true
+    var connectFailure: (String, String)?
+    var paired: Set<BluetoothAddress> = []
+
+    var discovery: Discovery? {
+        guard isAdvertising, let advertisement else { return nil }
+        return Discovery(
+            address: address, addressType: .public, rssi: rssi,
+            advertisement: AdvertisementData(
+                localName: advertisement.localName, serviceUUIDs: advertisement.serviceUUIDs,
+                manufacturerData: advertisement.manufacturerData, serviceData: advertisement.serviceData,
+                appearance: advertisement.appearance))
+    }
+}

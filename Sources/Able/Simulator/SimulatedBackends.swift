@@ -1,0 +1,82 @@
+/// The simulator's adapters.
+struct SimulatedAdapterBackend: AdapterBackend {
+    let radio: SimulatedRadio
+    let name: String
+    let address: BluetoothAddress
+
+    var currentState: Adapter.State {
+        radio.state.withLock { state in
+            let discovering = state.scans.values.contains { $0.adapter == address }
+            return state.adapters[address]?.publicState(discovering: discovering) ?? .absent(name)
+        }
+    }
+
+    func set(_ change: AdapterChange) async throws {
+        radio.state.withLock { state in
+            switch change {
+            case .powered(let on): state.adapters[address]?.isPowered = on
+            case .discoverable(let on): state.adapters[address]?.isDiscoverable = on
+            case .pairable(let on): state.adapters[address]?.isPairable = on
+            case .alias(let alias): state.adapters[address]?.alias = alias
+            }
+        }
+        if case .powered(false) = change { radio.poweredOff(address) }
+        radio.adapterChanged(address)
+    }
+
+    func stateChanges() -> AsyncStream<Adapter.State> {
+        let (stream, continuation) = AsyncStream<Adapter.State>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        continuation.yield(currentState)
+        let id = radio.state.withLock { state in
+            let id = state.makeID()
+            state.adapterListeners[address, default: [:]][id] = continuation
+            return id
+        }
+        continuation.onTermination = { [radio, address] _ in
+            _ = radio.state.withLock { $0.adapterListeners[address]?.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    func scan(_ filter: ScanFilter, into continuation: ScanStream.Continuation) async throws {
+        let (id, devices) = try radio.state.withLock { state in
+            guard state.adapters[address]?.isPowered == true else {
+                throw BluetoothError(
+                    .notReady, message: "\(name) is powered off", bluezName: "org.bluez.Error.NotReady")
+            }
+            let id = state.makeID()
+            state.scans[id] = RadioState.Scan(adapter: address, filter: filter, continuation: continuation)
+            return (id, state.devices.keys.sorted())
+        }
+        continuation.onTermination { [radio] in
+            _ = radio.state.withLock { $0.scans.removeValue(forKey: id) }
+            radio.adapterChanged(address)
+        }
+        radio.adapterChanged(address)
+        for device in devices where device != address { radio.announce(device, to: id) }
+    }
+
+    func peripheral(address peripheral: BluetoothAddress) -> any PeripheralBackend {
+        SimulatedPeripheralBackend(radio: radio, central: address, address: peripheral)
+    }
+
+    func gattServerBackend() async throws -> any GATTServerBackend {
+        SimulatedGATTServerBackend(radio: radio, address: address)
+    }
+
+    func startAdvertising(_ advertisement: Advertisement) async throws -> AdvertisingSet {
+        try advertisement.validateLegacyLength()
+        radio.state.withLock { state in
+            if state.devices[address] == nil {
+                state.devices[address] = SimulatedDevice(address: address, advertisement: nil, rssi: -40, mtu: 23)
+            }
+            state.devices[address]?.advertisement = advertisement
+            state.devices[address]?.isAdvertising = true
+        }
+        radio.announce(address)
+        let released = ReleaseFlag()
+        return AdvertisingSet(released: released) { [radio, address] in
+            radio.state.withLock { $0.devices[address]?.isAdvertising = false }
+        }
+    }
+}

@@ -1,0 +1,278 @@
+/// A remote device seen from a simulated central.
+struct SimulatedPeripheralBackend: PeripheralBackend {
+    let radio: SimulatedRadio
+    let central: BluetoothAddress
+    let address: BluetoothAddress
+
+    private var connection: RadioState.Connection { RadioState.Connection(central: central, peripheral: address) }
+
+    var isConnected: Bool { radio.state.withLock { $0.connections.contains(connection) } }
+
+    var isPaired: Bool { radio.state.withLock { $0.devices[address]?.paired.contains(central) == true } }
+
+    func connect(timeout: Duration) async throws {
+        let events: GATTServerEvents? = try radio.state.withLock { state in
+            guard state.adapters[central]?.isPowered == true else {
+                throw BluetoothError(
+                    .notReady, message: "the adapter is powered off", bluezName: "org.bluez.Error.NotReady")
+            }
+            guard var device = state.devices[address], device.isAdvertising || device.advertisement == nil else {
+                throw BluetoothError(.doesNotExist, message: "no device \(address) is in range: scan for it first")
+            }
+            if let (name, message) = device.connectFailure {
+                device.connectFailure = nil
+                state.devices[address] = device
+                throw BluetoothError.fromBlueZ(name: name, message: message)
+            }
+            guard device.advertisement?.isConnectable != false else {
+                throw BluetoothError(.connectionAttemptFailed, message: "\(address) is not connectable")
+            }
+            guard !state.connections.contains(connection) else { return nil }
+            state.connections.insert(connection)
+            return device.events
+        }
+        events?.connectionChanged(Central(address: central), true)
+    }
+
+    func disconnect() async throws {
+        radio.disconnect(central: central, peripheral: address, reason: nil)
+    }
+
+    func pair(with agent: PairingAgent, timeout: Duration) async throws {
+        guard isConnected else { throw BluetoothError(.notConnected, message: "\(address) is not connected") }
+        guard await agent.confirm(address, 123_456) else {
+            throw BluetoothError.fromBlueZ(
+                name: "org.bluez.Error.AuthenticationRejected", message: "Authentication Rejected")
+        }
+        radio.state.withLock { _ = $0.devices[address]?.paired.insert(central) }
+    }
+
+    func connectionStates() -> AsyncStream<Peripheral.ConnectionState> {
+        let (stream, continuation) = AsyncStream<Peripheral.ConnectionState>.makeStream()
+        continuation.yield(isConnected ? .connected : .disconnected(reason: nil))
+        return stream
+    }
+
+    private func core() throws -> GATTServerCore {
+        guard isConnected else { throw BluetoothError(.notConnected, message: "\(address) is not connected") }
+        guard let core = radio.state.withLock({ $0.devices[address]?.core }) else {
+            throw BluetoothError(.disconnected, message: "\(address) stopped serving")
+        }
+        return core
+    }
+
+    func services() throws -> [GATTService] {
+        let definition = try core().definition
+        return definition.services.enumerated().map { serviceIndex, service in
+            GATTService(
+                uuid: service.uuid, isPrimary: service.kind == .primary,
+                characteristics: service.characteristics.enumerated().map { index, characteristic in
+                    let id = AttributeID(service: serviceIndex, characteristic: index)
+                    return GATTCharacteristic(
+                        uuid: characteristic.uuid, serviceUUID: service.uuid, properties: characteristic.properties,
+                        descriptors: characteristic.descriptors.enumerated().map { descriptorIndex, descriptor in
+                            GATTDescriptor(
+                                uuid: descriptor.uuid, characteristicUUID: characteristic.uuid,
+                                handle: AttributeID(
+                                    service: serviceIndex, characteristic: index, descriptor: descriptorIndex
+                                )
+                                .handle)
+                        }, handle: id.handle)
+                }, handle: "\(serviceIndex)")
+        }
+    }
+
+    func read(_ characteristic: GATTCharacteristic, offset: Int) async throws -> [UInt8] {
+        try await attribute { try await $0.read($1, central: Central(address: central), offset: offset, mtu: mtu) }(
+            characteristic.handle)
+    }
+
+    func write(_ value: [UInt8], to characteristic: GATTCharacteristic, type: WriteType) async throws {
+        try await attribute {
+            try await $0.write(
+                $1, value: value, offset: 0, kind: type == .withResponse ? .request : .command,
+                central: Central(address: central), mtu: mtu)
+        }(characteristic.handle)
+    }
+
+    func read(_ descriptor: GATTDescriptor) async throws -> [UInt8] {
+        try await attribute { try await $0.read($1, central: Central(address: central), offset: 0, mtu: mtu) }(
+            descriptor.handle)
+    }
+
+    func write(_ value: [UInt8], to descriptor: GATTDescriptor) async throws {
+        try await attribute {
+            try await $0.write(
+                $1, value: value, offset: 0, kind: .request, central: Central(address: central), mtu: mtu)
+        }(descriptor.handle)
+    }
+
+    /// Runs an ATT operation on the attribute a handle names, with the errors BlueZ would give.
+    private func attribute<T: Sendable>(
+        _ operation: @escaping @Sendable (GATTServerCore, AttributeID) async throws -> T
+    ) -> @Sendable (String) async throws -> T {
+        { handle in
+            let core = try core()
+            guard let id = AttributeID(handle: handle) else {
+                throw BluetoothError(.doesNotExist, message: "no attribute \(handle)")
+            }
+            do {
+                return try await operation(core, id)
+            } catch let error as ATTError {
+                throw BluetoothError(attError: error)
+            }
+        }
+    }
+
+    private var mtu: Int { radio.state.withLock { $0.devices[address]?.mtu ?? 23 } }
+
+    func mtu(of characteristic: GATTCharacteristic) -> Int? { mtu }
+
+    func subscribe(to characteristic: GATTCharacteristic, into continuation: NotificationStream.Continuation)
+        async throws
+    {
+        let core = try core()
+        guard let id = AttributeID(handle: characteristic.handle) else {
+            throw BluetoothError(.doesNotExist, message: "no attribute \(characteristic.handle)")
+        }
+        let key = RadioState.SubscriptionKey(central: central, peripheral: address, attribute: id)
+        let (subscriptionID, first, events) = radio.state.withLock { state in
+            let subscriptionID = state.makeID()
+            let first = state.subscriptions[key, default: [:]].isEmpty
+            state.subscriptions[key, default: [:]][subscriptionID] = continuation
+            return (subscriptionID, first, state.devices[address]?.events)
+        }
+        _ = core
+        if first { events?.subscriptionChanged(Central(address: central), id, true) }
+        continuation.onTermination { [radio] in
+            let (last, events) = radio.state.withLock { state -> (Bool, GATTServerEvents?) in
+                guard state.subscriptions[key]?.removeValue(forKey: subscriptionID) != nil else { return (false, nil) }
+                let last = state.subscriptions[key]!.isEmpty
+                if last { state.subscriptions[key] = nil }
+                return (last, state.devices[key.peripheral]?.events)
+            }
+            if last { events?.subscriptionChanged(Central(address: key.central), id, false) }
+        }
+    }
+}
+
+extension AttributeID {
+    /// The opaque handle a simulated attribute is known by.
+    var handle: String { "\(service).\(characteristic)" + (descriptor.map { ".\($0)" } ?? "") }
+
+    init?(handle: String) {
+        let parts = handle.split(separator: ".").compactMap { Int($0) }
+        guard parts.count == 2 || parts.count == 3 else { return nil }
+        self.init(service: parts[0], characteristic: parts[1], descriptor: parts.count == 3 ? parts[2] : nil)
+    }
+}
+
+/// A GATT server on a simulated adapter.
+struct SimulatedGATTServerBackend: GATTServerBackend {
+    let radio: SimulatedRadio
+    let address: BluetoothAddress
+
+    func open(_ core: GATTServerCore, events: GATTServerEvents) async throws {
+        radio.state.withLock { state in
+            if state.devices[address] == nil {
+                state.devices[address] = SimulatedDevice(address: address, advertisement: nil, rssi: -40, mtu: 23)
+            }
+            state.devices[address]?.core = core
+            state.devices[address]?.events = events
+        }
+    }
+
+    func close() async {
+        for central in connectedCentrals {
+            radio.disconnect(central: central.address, peripheral: address, reason: "server closed")
+        }
+        radio.state.withLock { state in
+            state.devices[address]?.core = nil
+            state.devices[address]?.events = nil
+        }
+    }
+
+    func send(_ value: [UInt8], of characteristic: AttributeID, indicate: Bool, timeout: Duration) async throws {
+        // A simulated central confirms an indication as it receives it.
+        radio.deliver(value, from: address, attribute: characteristic)
+    }
+
+    var connectedCentrals: [Central] {
+        radio.state.withLock { state in
+            state.connections.filter { $0.peripheral == address }.map { Central(address: $0.central) }
+                .sorted { $0.address < $1.address }
+        }
+    }
+
+    func disconnect(_ central: Central) async throws {
+        radio.disconnect(central: central.address, peripheral: address, reason: "disconnected by the peripheral")
+    }
+}
+
+extension SimulatedRadio {
+    /// Hands a notified value to every stream subscribed to the attribute.
+    func deliver(_ value: [UInt8], from peripheral: BluetoothAddress, attribute: AttributeID) {
+        let streams = state.withLock { state in
+            state.subscriptions.filter { $0.key.peripheral == peripheral && $0.key.attribute == attribute }
+                .flatMap { $0.value.values }
+        }
+        for stream in streams { stream.yield(value) }
+    }
+
+    /// Ends a connection: its notification streams throw, the server hears of it.
+    func disconnect(central: BluetoothAddress, peripheral: BluetoothAddress, reason: String?) {
+        let (removed, streams, events) = state.withLock { state in
+            let removed =
+                state.connections.remove(RadioState.Connection(central: central, peripheral: peripheral)) != nil
+            let keys = state.subscriptions.keys.filter { $0.central == central && $0.peripheral == peripheral }
+            var streams: [NotificationStream.Continuation] = []
+            for key in keys { streams += state.subscriptions.removeValue(forKey: key)?.values ?? [:].values }
+            return (removed, streams, state.devices[peripheral]?.events)
+        }
+        guard removed else { return }
+        for stream in streams {
+            stream.finish(throwing: BluetoothError(.disconnected, message: reason ?? "the peripheral disconnected"))
+        }
+        events?.connectionChanged(Central(address: central), false)
+    }
+
+    /// An adapter powered off loses its connections and scans.
+    func poweredOff(_ adapter: BluetoothAddress) {
+        let (connections, scans) = state.withLock { state in
+            (
+                state.connections.filter { $0.central == adapter || $0.peripheral == adapter },
+                state.scans.filter { $0.value.adapter == adapter }
+            )
+        }
+        for connection in connections {
+            disconnect(
+                central: connection.central, peripheral: connection.peripheral, reason: "the adapter was powered off")
+        }
+        for scan in scans.values {
+            scan.continuation.finish(throwing: BluetoothError(.notPowered, message: "the adapter was powered off"))
+        }
+    }
+
+    /// Tells an adapter's state listeners about a change.
+    func adapterChanged(_ adapter: BluetoothAddress) {
+        let (listeners, state) = self.state.withLock { state in
+            (
+                Array((state.adapterListeners[adapter] ?? [:]).values),
+                state.adapters[adapter]?.publicState(discovering: state.scans.values.contains { $0.adapter == adapter })
+            )
+        }
+        guard let state else { return }
+        for listener in listeners { listener.yield(state) }
+    }
+
+    /// Reports one device to one scan.
+    func announce(_ device: BluetoothAddress, to scanID: UInt64) {
+        let delivery = state.withLock { state -> (ScanStream.Continuation, Discovery)? in
+            guard let scan = state.scans[scanID], let discovery = state.devices[device]?.discovery,
+                scan.filter.matches(discovery)
+            else { return nil }
+            return (scan.continuation, discovery)
+        }
+        if let (continuation, discovery) = delivery { continuation.yield(discovery) }
+    }
+}

@@ -1,0 +1,109 @@
+import AbleTestSupport
+import Testing
+
+@testable import Able
+
+@Suite(.timeLimit(.minutes(1)))
+struct SimulatorTests {
+    static let peripheralAddress: BluetoothAddress = "00:00:00:00:00:01"
+
+    func seedPeripheral(on radio: SimulatedRadio) -> SimulatedPeripheral {
+        radio.addPeripheral(
+            address: Self.peripheralAddress,
+            advertisement: Advertisement(localName: "seed", serviceUUIDs: [SeedService.a.uuid, SeedService.b.uuid])
+        ) {
+            Service(SeedService.a) {
+                Characteristic(SeedCharacteristic.a1, properties: [.read, .write], value: [0x41])
+            }
+            Service(SeedService.b) {
+                Characteristic(SeedCharacteristic.b1, properties: .read, value: [3])
+                Characteristic(SeedCharacteristic.b2, properties: .notify)
+            }
+        }
+    }
+
+    @Test func theSeedScenarioRunsOnTheSimulatorAndLeavesNothingOpen() async throws {
+        let radio = SimulatedRadio()
+        let peripheral = seedPeripheral(on: radio)
+        let adapter = radio.makeAdapter()
+        let discovery = try await adapter.scan(ScanFilter(serviceUUIDs: [SeedService.b.uuid])).first(
+            timeout: .seconds(3))
+        #expect(discovery.name == "seed")
+        let values = try await adapter.withConnection(to: discovery) { central in
+            let a1 = try await central.read(SeedCharacteristic.a1)
+            let count = Int(try await central.read(SeedCharacteristic.b1)[0])
+            let stream = try await central.notifications(of: SeedCharacteristic.b2)
+            for value in 10..<20 { peripheral.notify(SeedCharacteristic.b2.uuid, value: [UInt8(value)]) }
+            var received = [a1]
+            for try await value in stream.prefix(count) { received.append(value) }
+            return received
+        }
+        #expect(values == [[0x41], [10], [11], [12]])
+        try await waitUntil { radio.openResources.isEmpty }
+    }
+
+    @Test func aGATTServerOnOneSimulatedAdapterServesACentralOnAnother() async throws {
+        let radio = SimulatedRadio()
+        let serverAdapter = radio.makeAdapter(name: "hci1")
+        let centralAdapter = radio.makeAdapter(name: "hci0")
+        let connections = Locked<[Bool]>([])
+        let server = try await GATTServer.start(on: serverAdapter) {
+            Service(SeedService.a) {
+                Characteristic(SeedCharacteristic.a1, properties: [.read, .notify])
+            }
+            OnRead([SeedCharacteristic.a1.uuid]) { _ in [0x80, 0x00] }
+            OnConnectionStateChange { _, _, isConnected in connections.value.append(isConnected) }
+        }
+        let advertising = try await serverAdapter.startAdvertising(
+            Advertisement(localName: "psm", serviceUUIDs: [SeedService.a.uuid]))
+        let discovery = try await centralAdapter.scan(ScanFilter(namePrefix: "ps")).first(timeout: .seconds(3))
+        let peripheral = await centralAdapter.peripheral(for: discovery)
+        try await peripheral.connect()
+        #expect(try await peripheral.read(SeedCharacteristic.a1) == [0x80, 0x00])
+        let notifications = try await peripheral.notifications(of: SeedCharacteristic.a1)
+        try await waitUntil { await server.isSubscribed(SeedCharacteristic.a1.uuid) }
+        try await server.notify(SeedCharacteristic.a1, value: [0x81, 0x00])
+        for try await value in notifications.prefix(1) { #expect(value == [0x81, 0x00]) }
+        try await peripheral.disconnect()
+        try await waitUntil { connections.value == [true, false] }
+        await advertising.stop()
+        await server.close()
+        try await waitUntil { radio.openResources.isEmpty }
+    }
+
+    @Test func injectedFaultsSurfaceAsTheErrorsBlueZWouldGive() async throws {
+        let radio = SimulatedRadio()
+        let peripheral = seedPeripheral(on: radio)
+        let adapter = radio.makeAdapter()
+        let device = await adapter.peripheral(address: Self.peripheralAddress)
+        peripheral.failNextConnection(bluezName: "org.bluez.Error.Failed", message: "le-connection-abort-by-local")
+        let error = await #expect(throws: BluetoothError.self) { try await device.connect() }
+        #expect(error?.message == "le-connection-abort-by-local")
+        try await device.connect()
+        let stream = try await device.notifications(of: SeedCharacteristic.b2)
+        peripheral.disconnectAll()
+        let dropped = await #expect(throws: BluetoothError.self) { for try await _ in stream {} }
+        #expect(dropped?.code == .disconnected)
+        #expect(await !device.isConnected)
+        try await waitUntil { radio.openResources.isEmpty }
+    }
+
+    @Test func aLeakIsReported() async throws {
+        let radio = SimulatedRadio()
+        _ = seedPeripheral(on: radio)
+        let device = await radio.makeAdapter().peripheral(address: Self.peripheralAddress)
+        try await device.connect()
+        #expect(radio.openResources.count == 1)
+        try await device.disconnect()
+        #expect(radio.openResources.isEmpty)
+    }
+
+    @Test func aPoweredOffAdapterRefusesToScan() async throws {
+        let radio = SimulatedRadio()
+        let adapter = radio.makeAdapter()
+        try await adapter.setPowered(false)
+        #expect(await !adapter.state.isPowered)
+        let error = await #expect(throws: BluetoothError.self) { try await adapter.scan() }
+        #expect(error?.code == .notReady)
+    }
+}
