@@ -95,6 +95,8 @@ extension Discovery {
         }
         self.init(
             address: address, addressType: BluetoothAddress.AddressType(rawValue: type),
-            rssi: (try? properties.decode("RSSI", as: Int16.self)).map(Int.init), advertisement: advertisement)
+            // 127 is HCI's "RSSI not available".
+            rssi: (try? properties.decode("RSSI", as: Int16.self)).flatMap { $0 }.flatMap { $0 == 127 ? nil : Int($0) },
+            advertisement: advertisement)
     }
 }
