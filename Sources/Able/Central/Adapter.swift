@@ -122,12 +122,12 @@ public actor Adapter {
     }
 
     /// The peripheral a scan discovered.
-    public func peripheral(for discovery: Discovery) -> Peripheral {
+    public nonisolated func peripheral(for discovery: Discovery) -> Peripheral {
         peripheral(address: discovery.address)
     }
 
     /// The peripheral with the given address (BlueZ must have seen it, in a scan or bonded).
-    public func peripheral(address: BluetoothAddress) -> Peripheral {
+    public nonisolated func peripheral(address: BluetoothAddress) -> Peripheral {
         Peripheral(backend: backend.peripheral(address: address))
     }
 
