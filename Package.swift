@@ -22,7 +22,7 @@ let package = Package(
         .target(name: "Able", dependencies: ["AbleDBus", "CBluetooth"]),
         .executableTarget(
             name: "AbleBenchmarks",
-            dependencies: ["AbleDBus"],
+            dependencies: ["Able", "AbleDBus"],
             path: "Benchmarks/AbleBenchmarks"
         ),
         .target(name: "AbleTestSupport", dependencies: ["AbleDBus"], path: "Tests/Support"),

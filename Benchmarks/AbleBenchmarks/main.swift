@@ -1,15 +1,46 @@
-// The Swift half of `Scripts/bench`: each command does, through AbleDBus, what a C program in
-// `Benchmarks/C` does through libdbus (`signals` is `signal-receiver.c`), and prints the same
+// The Swift half of `Scripts/bench`: each command does, through Able or AbleDBus, what a C program
+// in `Benchmarks/C` does through libdbus (`signals` is `signal-receiver.c`, `central-notifications`
+// is `signal-receiver.c … notify`, `server-readvalue` is `gatt-server.c`), and prints the same
 // `result` line.
+//
+// To add a command, add an entry to `commands`: its name, its arguments after the name, and what
+// it runs. Arguments are read with `integer(_:)` and `placement(_:)`.
 #if canImport(Glibc)
     import Glibc
 #endif
 
-let usage = """
-    usage: AbleBenchmarks call-sequential ADDRESS N WARMUP global|shared
-           AbleBenchmarks call-pipelined ADDRESS N WINDOW WARMUP global|shared
-           AbleBenchmarks signals ADDRESS N BUFFER_LIMIT global|shared
-    """
+struct Command {
+    var name: String
+    var arguments: [String]
+    var run: ([String]) async throws -> Measurement
+}
+
+let commands: [Command] = [
+    Command(name: "call-sequential", arguments: ["ADDRESS", "N", "WARMUP", "global|shared"]) { a in
+        try await runSequentialCalls(
+            address: a[0], count: integer(a[1]), warmup: integer(a[2]), placement: placement(a[3]))
+    },
+    Command(name: "call-pipelined", arguments: ["ADDRESS", "N", "WINDOW", "WARMUP", "global|shared"]) { a in
+        try await runPipelinedCalls(
+            address: a[0], count: integer(a[1]), window: integer(a[2]), warmup: integer(a[3]),
+            placement: placement(a[4]))
+    },
+    Command(name: "signals", arguments: ["ADDRESS", "N", "BUFFER_LIMIT", "global|shared"]) { a in
+        try await runSignals(
+            address: a[0], count: integer(a[1]), bufferLimit: integer(a[2]), placement: placement(a[3]))
+    },
+    Command(name: "central-notifications", arguments: ["ADDRESS", "N"]) { a in
+        try await runCentralNotifications(address: a[0], count: integer(a[1]))
+    },
+    Command(name: "server-readvalue", arguments: ["ADDRESS", "N", "WARMUP"]) { a in
+        try await runServerReadValue(address: a[0], count: integer(a[1]), warmup: integer(a[2]))
+    },
+]
+
+let usage =
+    "usage: "
+    + commands.map { (["AbleBenchmarks", $0.name] + $0.arguments).joined(separator: " ") }
+    .joined(separator: "\n       ")
 
 func integer(_ text: String) -> Int {
     guard let value = Int(text), value >= 0 else {
@@ -27,28 +58,15 @@ func placement(_ text: String) -> Placement {
     return placement
 }
 
-let arguments = CommandLine.arguments.dropFirst()
+let arguments = Array(CommandLine.arguments.dropFirst())
+guard let command = commands.first(where: { $0.name == arguments.first }),
+    arguments.count == command.arguments.count + 1
+else {
+    print(usage)
+    exit(2)
+}
 do {
-    let result: Measurement
-    switch (arguments.first, arguments.count) {
-    case ("call-sequential", 5):
-        let a = Array(arguments)
-        result = try await runSequentialCalls(
-            address: a[1], count: integer(a[2]), warmup: integer(a[3]), placement: placement(a[4]))
-    case ("call-pipelined", 6):
-        let a = Array(arguments)
-        result = try await runPipelinedCalls(
-            address: a[1], count: integer(a[2]), window: integer(a[3]), warmup: integer(a[4]),
-            placement: placement(a[5]))
-    case ("signals", 5):
-        let a = Array(arguments)
-        result = try await runSignals(
-            address: a[1], count: integer(a[2]), bufferLimit: integer(a[3]), placement: placement(a[4]))
-    default:
-        print(usage)
-        exit(2)
-    }
-    result.report()
+    try await command.run(Array(arguments.dropFirst())).report()
 } catch {
     var standardError = StandardError()
     print("AbleBenchmarks: \(error)", to: &standardError)

@@ -16,6 +16,18 @@
 #define BENCH_SIGNAL_PATH "/org/bluez/hci0/dev_00_AA_01_01_00_01/service0001/char0002"
 #define BENCH_GATT_INTERFACE "org.bluez.GattCharacteristic1"
 #define BENCH_VALUE_LENGTH 20
+#ifndef DBUS_INTERFACE_OBJECT_MANAGER
+#define DBUS_INTERFACE_OBJECT_MANAGER "org.freedesktop.DBus.ObjectManager"
+#endif
+
+/* The fake BlueZ of the central-* and server-* figures (fake-bluez.c) and what it exports. */
+#define BLUEZ_NAME "org.bluez"
+#define BLUEZ_ADAPTER_PATH "/org/bluez/hci0"
+#define BLUEZ_DEVICE_PATH "/org/bluez/hci0/dev_00_AA_01_01_00_01"
+#define BLUEZ_SERVICE_PATH "/org/bluez/hci0/dev_00_AA_01_01_00_01/service0001"
+#define BLUEZ_CHARACTERISTIC_PATH BENCH_SIGNAL_PATH
+#define BLUEZ_SERVICE_UUID "ab1e0001-5a3c-4c8e-9d1f-7b2e4c6a8d00"
+#define BLUEZ_CHARACTERISTIC_UUID "ab1e0002-5a3c-4c8e-9d1f-7b2e4c6a8d00"
 
 static inline void bench_die(const char *what, DBusError *error) {
     fprintf(stderr, "%s: %s\n", what, error && dbus_error_is_set(error) ? error->message : "failed");
@@ -71,6 +83,149 @@ static inline uint64_t bench_sequence(const unsigned char *bytes) {
     uint64_t value = 0;
     for (int i = 7; i >= 0; i--) value = (value << 8) | bytes[i];
     return value;
+}
+
+/* Builds one BlueZ notification: PropertiesChanged("org.bluez.GattCharacteristic1",
+ * {"Value": <20 bytes, the first 8 a little-endian sequence number>}, []) from BENCH_SIGNAL_PATH. */
+static inline DBusMessage *bench_properties_changed(uint64_t sequence) {
+    DBusMessage *signal = dbus_message_new_signal(BENCH_SIGNAL_PATH, DBUS_INTERFACE_PROPERTIES, "PropertiesChanged");
+    unsigned char value[BENCH_VALUE_LENGTH];
+    for (int i = 0; i < 8; i++) value[i] = (unsigned char)(sequence >> (8 * i));
+    for (int i = 8; i < BENCH_VALUE_LENGTH; i++) value[i] = (unsigned char)i;
+    const unsigned char *bytes = value;
+    const char *interface = BENCH_GATT_INTERFACE, *key = "Value";
+
+    DBusMessageIter iter, changed, entry, variant, array, invalidated;
+    dbus_message_iter_init_append(signal, &iter);
+    dbus_message_iter_append_basic(&iter, DBUS_TYPE_STRING, &interface);
+    dbus_message_iter_open_container(&iter, DBUS_TYPE_ARRAY, "{sv}", &changed);
+    dbus_message_iter_open_container(&changed, DBUS_TYPE_DICT_ENTRY, NULL, &entry);
+    dbus_message_iter_append_basic(&entry, DBUS_TYPE_STRING, &key);
+    dbus_message_iter_open_container(&entry, DBUS_TYPE_VARIANT, "ay", &variant);
+    dbus_message_iter_open_container(&variant, DBUS_TYPE_ARRAY, "y", &array);
+    dbus_message_iter_append_fixed_array(&array, DBUS_TYPE_BYTE, &bytes, BENCH_VALUE_LENGTH);
+    dbus_message_iter_close_container(&variant, &array);
+    dbus_message_iter_close_container(&entry, &variant);
+    dbus_message_iter_close_container(&changed, &entry);
+    dbus_message_iter_close_container(&iter, &changed);
+    dbus_message_iter_open_container(&iter, DBUS_TYPE_ARRAY, "s", &invalidated);
+    dbus_message_iter_close_container(&iter, &invalidated);
+    return signal;
+}
+
+/* --- Building a{sv} property dictionaries ----------------------------------------------------- */
+
+/* Appends {key: <value>} to an open a{sv}, the value a basic type. */
+static inline void bench_entry_basic(DBusMessageIter *dict, const char *key, int type, const void *value) {
+    char signature[2] = {(char)type, 0};
+    DBusMessageIter entry, variant;
+    dbus_message_iter_open_container(dict, DBUS_TYPE_DICT_ENTRY, NULL, &entry);
+    dbus_message_iter_append_basic(&entry, DBUS_TYPE_STRING, &key);
+    dbus_message_iter_open_container(&entry, DBUS_TYPE_VARIANT, signature, &variant);
+    dbus_message_iter_append_basic(&variant, type, value);
+    dbus_message_iter_close_container(&entry, &variant);
+    dbus_message_iter_close_container(dict, &entry);
+}
+
+static inline void bench_entry_string(DBusMessageIter *dict, const char *key, const char *value) {
+    bench_entry_basic(dict, key, DBUS_TYPE_STRING, &value);
+}
+
+static inline void bench_entry_path(DBusMessageIter *dict, const char *key, const char *value) {
+    bench_entry_basic(dict, key, DBUS_TYPE_OBJECT_PATH, &value);
+}
+
+static inline void bench_entry_bool(DBusMessageIter *dict, const char *key, int value) {
+    dbus_bool_t boolean = value ? TRUE : FALSE;
+    bench_entry_basic(dict, key, DBUS_TYPE_BOOLEAN, &boolean);
+}
+
+static inline void bench_entry_uint16(DBusMessageIter *dict, const char *key, dbus_uint16_t value) {
+    bench_entry_basic(dict, key, DBUS_TYPE_UINT16, &value);
+}
+
+/* Appends {key: <as>}. */
+static inline void bench_entry_strings(DBusMessageIter *dict, const char *key, const char *const *values, int count) {
+    DBusMessageIter entry, variant, array;
+    dbus_message_iter_open_container(dict, DBUS_TYPE_DICT_ENTRY, NULL, &entry);
+    dbus_message_iter_append_basic(&entry, DBUS_TYPE_STRING, &key);
+    dbus_message_iter_open_container(&entry, DBUS_TYPE_VARIANT, "as", &variant);
+    dbus_message_iter_open_container(&variant, DBUS_TYPE_ARRAY, "s", &array);
+    for (int i = 0; i < count; i++) dbus_message_iter_append_basic(&array, DBUS_TYPE_STRING, &values[i]);
+    dbus_message_iter_close_container(&variant, &array);
+    dbus_message_iter_close_container(&entry, &variant);
+    dbus_message_iter_close_container(dict, &entry);
+}
+
+/* Appends {key: <ay>}. */
+static inline void bench_entry_bytes(DBusMessageIter *dict, const char *key, const unsigned char *bytes, int count) {
+    DBusMessageIter entry, variant, array;
+    dbus_message_iter_open_container(dict, DBUS_TYPE_DICT_ENTRY, NULL, &entry);
+    dbus_message_iter_append_basic(&entry, DBUS_TYPE_STRING, &key);
+    dbus_message_iter_open_container(&entry, DBUS_TYPE_VARIANT, "ay", &variant);
+    dbus_message_iter_open_container(&variant, DBUS_TYPE_ARRAY, "y", &array);
+    dbus_message_iter_append_fixed_array(&array, DBUS_TYPE_BYTE, &bytes, count);
+    dbus_message_iter_close_container(&variant, &array);
+    dbus_message_iter_close_container(&entry, &variant);
+    dbus_message_iter_close_container(dict, &entry);
+}
+
+/* Sends an error reply to a method call that expects one. */
+static inline void bench_reply_error(DBusConnection *connection, DBusMessage *call, const char *name,
+                                     const char *message) {
+    if (dbus_message_get_no_reply(call)) return;
+    DBusMessage *reply = dbus_message_new_error(call, name, message);
+    dbus_connection_send(connection, reply, NULL);
+    dbus_message_unref(reply);
+}
+
+/* Sends an empty method return. */
+static inline void bench_reply_empty(DBusConnection *connection, DBusMessage *call) {
+    if (dbus_message_get_no_reply(call)) return;
+    DBusMessage *reply = dbus_message_new_method_return(call);
+    dbus_connection_send(connection, reply, NULL);
+    dbus_message_unref(reply);
+}
+
+/* The unique name owning `name` now, or NULL (the caller frees it). */
+static inline char *bench_name_owner(DBusConnection *connection, const char *name) {
+    DBusMessage *call = dbus_message_new_method_call(DBUS_SERVICE_DBUS, DBUS_PATH_DBUS, DBUS_INTERFACE_DBUS,
+                                                     "GetNameOwner");
+    dbus_message_append_args(call, DBUS_TYPE_STRING, &name, DBUS_TYPE_INVALID);
+    DBusError error;
+    dbus_error_init(&error);
+    DBusMessage *reply = dbus_connection_send_with_reply_and_block(connection, call, 25000, &error);
+    dbus_message_unref(call);
+    if (reply == NULL) {
+        dbus_error_free(&error);
+        return NULL;
+    }
+    const char *owner = NULL;
+    char *copy = NULL;
+    if (dbus_message_get_args(reply, &error, DBUS_TYPE_STRING, &owner, DBUS_TYPE_INVALID)) copy = strdup(owner);
+    dbus_error_free(&error);
+    dbus_message_unref(reply);
+    return copy;
+}
+
+/* Watches `unique_name` leave the bus (NameOwnerChanged with it as arg0). */
+static inline void bench_watch_name(DBusConnection *connection, const char *unique_name) {
+    char rule[512];
+    snprintf(rule, sizeof rule,
+             "type='signal',sender='" DBUS_SERVICE_DBUS "',interface='" DBUS_INTERFACE_DBUS
+             "',member='NameOwnerChanged',arg0='%s'",
+             unique_name);
+    dbus_bus_add_match(connection, rule, NULL);
+}
+
+/* Whether a message says that `unique_name` left the bus. */
+static inline int bench_name_left(DBusMessage *message, const char *unique_name) {
+    const char *name = NULL, *old_owner = NULL, *new_owner = NULL;
+    if (unique_name == NULL || !dbus_message_is_signal(message, DBUS_INTERFACE_DBUS, "NameOwnerChanged")) return 0;
+    if (!dbus_message_get_args(message, NULL, DBUS_TYPE_STRING, &name, DBUS_TYPE_STRING, &old_owner,
+                               DBUS_TYPE_STRING, &new_owner, DBUS_TYPE_INVALID))
+        return 0;
+    return strcmp(name, unique_name) == 0 && new_owner[0] == 0;
 }
 
 #endif

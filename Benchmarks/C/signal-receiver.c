@@ -1,7 +1,11 @@
 /* Reference for dbus-signal-propertieschanged: receives N PropertiesChanged signals from
  * signal-emitter, decodes each one's Value and checks the sequence numbers for loss and reordering.
  * Prints READY once its match rule is installed; gives up after 5 s without a signal.
- * usage: signal-receiver ADDRESS N */
+ *
+ * Reference for central-notifications when given `notify`: subscribes as a BlueZ client does (a
+ * match rule on org.bluez's PropertiesChanged of the characteristic, arg0 its interface), calls
+ * GattCharacteristic1.StartNotify on the fake BlueZ (which then emits), and StopNotify at the end.
+ * usage: signal-receiver ADDRESS N [notify] */
 #include "bench-common.h"
 
 static long expected, received, lost, reordered;
@@ -46,8 +50,9 @@ static int decode(DBusMessage *message, uint64_t *sequence) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: signal-receiver ADDRESS N\n");
+    int notify = argc == 4 && strcmp(argv[3], "notify") == 0;
+    if (argc != 3 && !notify) {
+        fprintf(stderr, "usage: signal-receiver ADDRESS N [notify]\n");
         return 2;
     }
     long n = atol(argv[2]);
@@ -55,11 +60,23 @@ int main(int argc, char **argv) {
     DBusError error;
     dbus_error_init(&error);
     dbus_bus_add_match(connection,
-                       "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'", &error);
+                       notify ? "type='signal',sender='" BLUEZ_NAME "',path='" BLUEZ_CHARACTERISTIC_PATH
+                                "',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',"
+                                "arg0='" BENCH_GATT_INTERFACE "'"
+                              : "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'",
+                       &error);
     if (dbus_error_is_set(&error)) bench_die("AddMatch", &error);
     bench_mark start = bench_mark_now();
     printf("READY\n");
     fflush(stdout);
+    if (notify) {
+        DBusMessage *call = dbus_message_new_method_call(BLUEZ_NAME, BLUEZ_CHARACTERISTIC_PATH, BENCH_GATT_INTERFACE,
+                                                         "StartNotify");
+        DBusMessage *reply = dbus_connection_send_with_reply_and_block(connection, call, 25000, &error);
+        dbus_message_unref(call);
+        if (reply == NULL) bench_die("StartNotify", &error);
+        dbus_message_unref(reply);
+    }
 
     /* first and last are when the first and the latest signal were taken; the rate is computed from them. */
     double first = 0, last = 0, active = bench_now();
@@ -90,5 +107,12 @@ int main(int argc, char **argv) {
     bench_mark end = bench_mark_now();
     lost += n - expected;
     bench_report(received, received > 1 ? last - first : 0, start, end, lost, reordered, 0);
+    if (notify) {
+        DBusMessage *call = dbus_message_new_method_call(BLUEZ_NAME, BLUEZ_CHARACTERISTIC_PATH, BENCH_GATT_INTERFACE,
+                                                         "StopNotify");
+        DBusMessage *reply = dbus_connection_send_with_reply_and_block(connection, call, 5000, NULL);
+        dbus_message_unref(call);
+        if (reply != NULL) dbus_message_unref(reply);
+    }
     return 0;
 }

@@ -87,24 +87,27 @@ final class BlueZNotificationHub: Sendable {
             }
         }
         continuation.onTermination { [self] in
-            Task { await remove(id, from: characteristic, system: system) }
+            // Queued at once, so a disconnect that follows finds it ahead in line.
+            queue.submit { await self.remove(id, from: characteristic, system: system) }
         }
     }
 
     private func remove(_ id: UInt64, from characteristic: DBusObjectPath, system: BlueZSystem) async {
-        _ = await queue.runCatching { [self] in
-            guard let entry = entries.withLock({ $0[characteristic] }) else { return .success(()) }
-            let empty = entry.fanout.consumers.withLock { consumers in
-                consumers[id] = nil
-                return consumers.isEmpty
-            }
-            guard empty else { return .success(()) }
-            entries.withLock { $0[characteristic] = nil }
-            entry.subscription.cancel()
-            entry.watcher.cancel()
-            _ = try? await system.call(characteristic, BlueZPeripheralBackend.characteristic, "StopNotify")
-            return .success(())
+        guard let entry = entries.withLock({ $0[characteristic] }) else { return }
+        let empty = entry.fanout.consumers.withLock { consumers in
+            consumers[id] = nil
+            return consumers.isEmpty
         }
+        guard empty else { return }
+        entries.withLock { $0[characteristic] = nil }
+        entry.subscription.cancel()
+        entry.watcher.cancel()
+        _ = try? await system.call(characteristic, BlueZPeripheralBackend.characteristic, "StopNotify")
+    }
+
+    /// Waits until the subscriptions ended so far have been stopped in BlueZ.
+    func drain() async {
+        await queue.drain()
     }
 
     /// How many characteristics have notifications running (for leak checks).

@@ -45,6 +45,7 @@ final class BlueZObjectTree: Sendable {
     let service: String
     private let state = Mutex(State())
     private let tasks = Mutex<[Task<Void, Never>]>([])
+    private let subscription = Mutex<DBusSignalSubscription?>(nil)
 
     private init(connection: DBusConnection, service: String) {
         self.connection = connection
@@ -57,21 +58,35 @@ final class BlueZObjectTree: Sendable {
     ///   not on the bus, or the D-Bus error of the first `GetManagedObjects`.
     static func start(on connection: DBusConnection, service: String = "org.bluez") async throws -> BlueZObjectTree {
         let tree = BlueZObjectTree(connection: connection, service: service)
-        // Subscribe before loading, so no change between the two is missed.
-        let signals = try await connection.signals(matching: DBusMatchRule(sender: service), bufferLimit: 65_536)
+        // Subscribe before loading, so no change between the two is missed. Changes are applied
+        // on the connection's queue as they are dispatched: no task, no hop.
+        let subscription = try await connection.subscribe(
+            matching: DBusMatchRule(sender: service),
+            handler: { [weak tree] signal in
+                // The rule's sender is the service's name: AbleDBus delivers only what its current
+                // owner sends, in bus order.
+                guard let tree, let change = Self.change(from: signal) else { return }
+                tree.publish([change])
+            },
+            onEnd: { [weak tree] error in
+                // The connection is gone: the tree can no longer be trusted.
+                if error != nil { tree?.vanish() }
+            })
         let owners = try await connection.nameOwnerChanges(of: service)
         guard let owner = try await connection.nameOwner(of: service) else {
+            subscription.cancel()
             throw BluetoothError(.daemonUnavailable, message: "\(service) is not on the bus: is bluetoothd running?")
         }
         try await tree.load(owner: owner)
+        tree.subscription.withLock { $0 = subscription }
         tree.tasks.withLock { tasks in
-            tasks.append(Task { [weak tree] in await tree?.follow(signals) })
             tasks.append(Task { [weak tree] in await tree?.follow(owners) })
         }
         return tree
     }
 
     deinit {
+        subscription.withLock { $0?.cancel() }
         for task in tasks.withLock({ $0 }) { task.cancel() }
         for listener in state.withLock({ $0.listeners.values }) { listener.finish() }
     }
@@ -107,7 +122,7 @@ final class BlueZObjectTree: Sendable {
         return stream
     }
 
-    private func publish(_ changes: [ObjectTreeChange]) {
+    fileprivate func publish(_ changes: [ObjectTreeChange]) {
         let (applied, listeners) = state.withLock { state in
             let applied = changes.filter { state.apply($0) }
             return (applied, applied.isEmpty ? [] : Array(state.listeners.values))
@@ -138,20 +153,6 @@ final class BlueZObjectTree: Sendable {
         publish(objects.sorted { $0.key < $1.key }.map { .interfacesAdded($0.key, $0.value) })
     }
 
-    private func follow(_ signals: DBusSignalStream) async {
-        do {
-            for try await signal in signals {
-                // The rule's sender is the service's name: AbleDBus delivers only what its
-                // current owner sends, in bus order.
-                guard let change = Self.change(from: signal) else { continue }
-                publish([change])
-            }
-        } catch {
-            // The connection is gone: the tree can no longer be trusted.
-            vanish()
-        }
-    }
-
     private func follow(_ owners: NameOwnerChangeStream) async {
         do {
             for try await change in owners {
@@ -168,7 +169,7 @@ final class BlueZObjectTree: Sendable {
     }
 
     /// Removes every object, as happens when the service leaves the bus.
-    private func vanish() {
+    fileprivate func vanish() {
         let removals = state.withLock { state in
             state.owner = nil
             return state.objects.sorted { $0.key < $1.key }.map {
@@ -189,6 +190,14 @@ final class BlueZObjectTree: Sendable {
                 return .interfacesRemoved(try signal.arguments[0].decode(), try signal.arguments[1].decode())
             case ("org.freedesktop.DBus.Properties", "PropertiesChanged"):
                 guard signal.arguments.count == 3 else { return nil }
+                // Notified values are the notification streams' business, and by far the most
+                // frequent signal: the tree keeps no characteristic values.
+                if case .string("org.bluez.GattCharacteristic1") = signal.arguments[0],
+                    case .dictionary(_, _, let entries) = signal.arguments[1],
+                    entries.allSatisfy({ $0.key == .string("Value") })
+                {
+                    return nil
+                }
                 return .propertiesChanged(
                     signal.path, interface: try signal.arguments[0].decode(), changed: try signal.arguments[1].decode(),
                     invalidated: try signal.arguments[2].decode())

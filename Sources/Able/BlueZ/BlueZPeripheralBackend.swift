@@ -63,6 +63,8 @@ struct BlueZPeripheralBackend: PeripheralBackend {
 
     func disconnect() async throws {
         guard properties != nil else { return }
+        // Stop what ended just before (StopNotify) ahead of the link.
+        await system.notifications.drain()
         do {
             _ = try await system.call(path, Self.device, "Disconnect")
         } catch let error as BluetoothError where error.code == .notConnected {

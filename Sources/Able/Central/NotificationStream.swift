@@ -7,8 +7,9 @@ import Synchronization
 /// (`StopNotify`) when the last of them ends. BlueZ also reports a value read with
 /// ``Peripheral/read(_:)`` as a change, so it appears here too.
 ///
-/// **Buffering:** up to 1024 values the consumer has not taken yet; when full, the newest
-/// values are dropped and counted in ``droppedCount``; none are reordered.
+/// **Buffering:** up to 16,384 values the consumer has not taken yet (about a second of a fast
+/// link's notifications, so a consumer that stalls briefly loses nothing); when full, the
+/// newest values are dropped and counted in ``droppedCount``; none are reordered.
 ///
 /// **Lifetime:** the subscription ends when iteration ends (also after `prefix(n)` has taken its
 /// values), when the iterating task is cancelled, or when the stream is discarded. The stream
@@ -38,7 +39,7 @@ public struct NotificationStream: AsyncSequence, Sendable {
     let continuation: Base.Continuation
     let counter: DropCounter
 
-    static let bufferLimit = 1024
+    static let bufferLimit = 16_384
 
     static func make() -> (NotificationStream, Continuation) {
         let (base, continuation) = Base.makeStream(bufferingPolicy: .bufferingOldest(bufferLimit))

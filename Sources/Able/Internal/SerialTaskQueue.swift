@@ -28,6 +28,23 @@ final class SerialTaskQueue: Sendable {
         }
     }
 
+    /// Queues `operation` behind everything submitted before it, without waiting: for
+    /// non-async contexts (termination handlers) whose work must keep its place in line.
+    func submit(_ operation: @escaping @Sendable () async -> Void) {
+        tail.withLock { tail in
+            let previous = tail
+            tail = Task {
+                await previous?.value
+                await operation()
+            }
+        }
+    }
+
+    /// Waits until everything submitted so far has run.
+    func drain() async {
+        _ = try? await run {}
+    }
+
     /// Runs an operation that reports its own failure, whatever happens to the caller.
     func runCatching(_ operation: @escaping @Sendable () async -> Result<Void, any Error>) async -> Result<
         Void, any Error

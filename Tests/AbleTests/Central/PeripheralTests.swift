@@ -185,10 +185,11 @@ struct PeripheralTests {
                 try await waitUntil { device.calls.value.contains { $0.hasPrefix("StartNotify") } }
                 for value in 10..<20 { device.notify(1, 1, [UInt8(value)]) }
             }
+            // Scan first: like BlueZ, the fake reports only what it hears while discovering.
+            let scan = try await adapter.scan(ScanFilter(serviceUUIDs: [SeedService.a.uuid, SeedService.b.uuid]))
             try await fake.addDevice("00:11:22:33:44:66", name: "other", uuids: [])
             fake.report(Self.address, rssi: -45)
-            let discovery = try await adapter.scan(ScanFilter(serviceUUIDs: [SeedService.a.uuid, SeedService.b.uuid]))
-                .first(timeout: .seconds(3))
+            let discovery = try await scan.first(timeout: .seconds(3))
             let values = try await adapter.withConnection(to: discovery, timeout: .seconds(3)) { peripheral in
                 let a1 = try await peripheral.read(SeedCharacteristic.a1)
                 let count = Int(try await peripheral.read(SeedCharacteristic.b1)[0])

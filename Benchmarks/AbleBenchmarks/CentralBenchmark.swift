@@ -1,0 +1,76 @@
+import Able
+import AbleDBus
+
+/// What `Benchmarks/C/fake-bluez.c` exports: an adapter, a connected peripheral, one of its
+/// services and a characteristic that notifies (the names are in `bench-common.h`).
+enum FakeBlueZShape {
+    static let adapter = "hci0"
+    static let peripheral: BluetoothAddress = "00:AA:01:01:00:01"
+    static let service = BluetoothUUID("ab1e0001-5a3c-4c8e-9d1f-7b2e4c6a8d00")
+    static let characteristic = BluetoothUUID("ab1e0002-5a3c-4c8e-9d1f-7b2e4c6a8d00")
+    static let characteristicID = CharacteristicID(characteristic, service: service)
+    static let valueLength = 20
+
+    /// The sequence number in the first 8 bytes of a notified value (little-endian).
+    static func sequenceNumber(of value: [UInt8]) throws -> UInt64 {
+        guard value.count == valueLength else {
+            throw BenchmarkFailure("a notification of \(value.count) bytes, not \(valueLength)")
+        }
+        return value.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
+    }
+}
+
+/// The user's `for try await` loop over a notification stream, in a task on the global executor
+/// (what a `nonisolated` async function gets).
+nonisolated func receiveNotifications(_ stream: NotificationStream, count: Int, progress: Progress) async throws
+    -> SequenceCheck
+{
+    var check = SequenceCheck()
+    for try await value in stream {
+        check.note(try FakeBlueZShape.sequenceNumber(of: value))
+        progress.received.store(check.received, ordering: .relaxed)
+        if check.expected >= count { break }
+    }
+    return check
+}
+
+/// `central-notifications`: through Able's public API on the fake BlueZ, gets the adapter and the
+/// peripheral, connects, and takes `count` values from `notifications(of:)` (whose `StartNotify`
+/// makes the fake emit them), checking their sequence numbers. Gives up after 5 s without a value
+/// (30 s before the first). The CPU time counts from just before subscribing.
+func runCentralNotifications(address: String, count: Int) async throws -> Measurement {
+    let connection = try await DBusConnection.connect(to: .address(address))
+    let adapter = try await Adapter.bluez(named: FakeBlueZShape.adapter, on: connection)
+    let peripheral = adapter.peripheral(address: FakeBlueZShape.peripheral)
+    try await peripheral.connect(timeout: .seconds(10))
+    let progress = Progress()
+    let start = Mark.now()
+    let stream = try await peripheral.notifications(of: FakeBlueZShape.characteristicID)
+    let receiving = Task.detached { try await receiveNotifications(stream, count: count, progress: progress) }
+    let watchdog = Task.detached {
+        var seen = 0
+        var idle = 0.0
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(250))
+            let received = progress.received.load(ordering: .relaxed)
+            if received != seen {
+                seen = received
+                idle = 0
+            } else {
+                idle += 0.25
+                if idle > (received == 0 ? 30 : 5) {
+                    receiving.cancel()
+                    return
+                }
+            }
+        }
+    }
+    let check = try await receiving.value
+    let end = Mark.now()
+    watchdog.cancel()
+    let dropped = stream.droppedCount
+    await connection.close()
+    return Measurement(
+        operations: check.received, wall: check.last - check.first, start: start, end: end,
+        lost: check.lost + max(count - Int(check.expected), 0), reordered: check.reordered, dropped: dropped)
+}

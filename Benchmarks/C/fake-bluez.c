@@ -1,0 +1,379 @@
+/* A stand-in for bluetoothd on the private bus of Scripts/bench. It owns org.bluez and exports,
+ * under an ObjectManager at /, an adapter /org/bluez/hci0 (Adapter1, GattManager1), a connected
+ * device with resolved services, one of its GATT services and a characteristic that notifies.
+ * It answers GetManagedObjects, Properties.GetAll, Device1.Connect/Disconnect,
+ * GattCharacteristic1.StartNotify/StopNotify and GattManager1.RegisterApplication/Unregister-
+ * Application. Prints READY once it owns org.bluez.
+ *
+ *   fake-bluez ADDRESS notify N
+ *     For central-notifications: on the first StartNotify it answers, then emits N
+ *     PropertiesChanged(GattCharacteristic1, {Value: 20 bytes, sequence number first}, []) from
+ *     the characteristic as fast as it can, and prints its own result line.
+ *
+ *   fake-bluez ADDRESS readvalue N WINDOW WARMUP [bluez-options]
+ *     For server-readvalue: on RegisterApplication it reads the application back with
+ *     GetManagedObjects (as bluetoothd does), records the first GattCharacteristic1, answers, and
+ *     then, as the org.bluez connection (the only caller a GATT application accepts), calls
+ *     ReadValue(a{sv}) on it WARMUP times and then N times, WINDOW calls in flight, checking that
+ *     each answer is 20 bytes. Prints the result line of the N measured calls. The options are
+ *     empty, or with `bluez-options` what bluetoothd 5.66 sends: device, link and mtu.
+ *
+ * In notify mode it then serves until the subscriber leaves (StopNotify, or its connection
+ * closes), or 10 s pass; in readvalue mode it leaves the bus as soon as every call is answered
+ * (the server then knows the load is over: a server's handler runs before its reply is sent). */
+#include "bench-common.h"
+
+enum mode { NOTIFY, READVALUE };
+
+static DBusConnection *connection;
+static enum mode mode;
+static long count, window, warmup;
+static int bluez_options;
+
+/* What the filter saw, acted on by the main loop (outside dispatch). */
+static int start_requested, emitted, peer_left, unregistered;
+static char *peer; /* the subscriber or the application's owner */
+static DBusMessage *registration;
+static char *characteristic;
+
+/* --- The object tree --------------------------------------------------------------------------- */
+
+static void adapter_properties(DBusMessageIter *dict) {
+    bench_entry_string(dict, "Address", "00:AA:01:00:00:00");
+    bench_entry_string(dict, "AddressType", "public");
+    bench_entry_string(dict, "Name", "fake-hci0");
+    bench_entry_string(dict, "Alias", "fake-hci0");
+    bench_entry_bool(dict, "Powered", 1);
+    bench_entry_bool(dict, "Discoverable", 0);
+    bench_entry_bool(dict, "Pairable", 1);
+    bench_entry_bool(dict, "Discovering", 0);
+}
+
+static void no_properties(DBusMessageIter *dict) { (void)dict; }
+
+static void device_properties(DBusMessageIter *dict) {
+    bench_entry_string(dict, "Address", "00:AA:01:01:00:01");
+    bench_entry_string(dict, "AddressType", "public");
+    bench_entry_string(dict, "Name", "bench-peripheral");
+    bench_entry_string(dict, "Alias", "bench-peripheral");
+    bench_entry_path(dict, "Adapter", BLUEZ_ADAPTER_PATH);
+    bench_entry_bool(dict, "Paired", 0);
+    bench_entry_bool(dict, "Bonded", 0);
+    bench_entry_bool(dict, "Trusted", 0);
+    bench_entry_bool(dict, "Connected", 1);
+    bench_entry_bool(dict, "ServicesResolved", 1);
+    const char *uuids[] = {BLUEZ_SERVICE_UUID};
+    bench_entry_strings(dict, "UUIDs", uuids, 1);
+}
+
+static void service_properties(DBusMessageIter *dict) {
+    bench_entry_string(dict, "UUID", BLUEZ_SERVICE_UUID);
+    bench_entry_path(dict, "Device", BLUEZ_DEVICE_PATH);
+    bench_entry_bool(dict, "Primary", 1);
+}
+
+static void characteristic_properties(DBusMessageIter *dict) {
+    bench_entry_string(dict, "UUID", BLUEZ_CHARACTERISTIC_UUID);
+    bench_entry_path(dict, "Service", BLUEZ_SERVICE_PATH);
+    bench_entry_bytes(dict, "Value", (const unsigned char *)"", 0);
+    bench_entry_bool(dict, "Notifying", 0);
+    const char *flags[] = {"read", "notify"};
+    bench_entry_strings(dict, "Flags", flags, 2);
+    bench_entry_uint16(dict, "MTU", 23);
+}
+
+typedef struct {
+    const char *path, *interface;
+    void (*properties)(DBusMessageIter *dict);
+} exported_interface;
+
+/* Grouped by object, objects in path order. */
+static const exported_interface tree[] = {
+    {BLUEZ_ADAPTER_PATH, "org.bluez.Adapter1", adapter_properties},
+    {BLUEZ_ADAPTER_PATH, "org.bluez.GattManager1", no_properties},
+    {BLUEZ_DEVICE_PATH, "org.bluez.Device1", device_properties},
+    {BLUEZ_SERVICE_PATH, "org.bluez.GattService1", service_properties},
+    {BLUEZ_CHARACTERISTIC_PATH, BENCH_GATT_INTERFACE, characteristic_properties},
+};
+#define TREE_SIZE ((int)(sizeof tree / sizeof tree[0]))
+
+static void append_properties(DBusMessageIter *iter, const exported_interface *interface) {
+    DBusMessageIter dict;
+    dbus_message_iter_open_container(iter, DBUS_TYPE_ARRAY, "{sv}", &dict);
+    interface->properties(&dict);
+    dbus_message_iter_close_container(iter, &dict);
+}
+
+static void get_managed_objects(DBusMessage *call) {
+    DBusMessage *reply = dbus_message_new_method_return(call);
+    DBusMessageIter iter, objects, object, interfaces, entry;
+    dbus_message_iter_init_append(reply, &iter);
+    dbus_message_iter_open_container(&iter, DBUS_TYPE_ARRAY, "{oa{sa{sv}}}", &objects);
+    for (int i = 0; i < TREE_SIZE;) {
+        const char *path = tree[i].path;
+        dbus_message_iter_open_container(&objects, DBUS_TYPE_DICT_ENTRY, NULL, &object);
+        dbus_message_iter_append_basic(&object, DBUS_TYPE_OBJECT_PATH, &path);
+        dbus_message_iter_open_container(&object, DBUS_TYPE_ARRAY, "{sa{sv}}", &interfaces);
+        for (; i < TREE_SIZE && strcmp(tree[i].path, path) == 0; i++) {
+            dbus_message_iter_open_container(&interfaces, DBUS_TYPE_DICT_ENTRY, NULL, &entry);
+            dbus_message_iter_append_basic(&entry, DBUS_TYPE_STRING, &tree[i].interface);
+            append_properties(&entry, &tree[i]);
+            dbus_message_iter_close_container(&interfaces, &entry);
+        }
+        dbus_message_iter_close_container(&object, &interfaces);
+        dbus_message_iter_close_container(&objects, &object);
+    }
+    dbus_message_iter_close_container(&iter, &objects);
+    dbus_connection_send(connection, reply, NULL);
+    dbus_message_unref(reply);
+}
+
+static void get_all(DBusMessage *call) {
+    const char *interface = NULL;
+    if (!dbus_message_get_args(call, NULL, DBUS_TYPE_STRING, &interface, DBUS_TYPE_INVALID)) {
+        bench_reply_error(connection, call, DBUS_ERROR_INVALID_ARGS, "GetAll takes one string");
+        return;
+    }
+    for (int i = 0; i < TREE_SIZE; i++) {
+        if (strcmp(tree[i].path, dbus_message_get_path(call)) != 0 || strcmp(tree[i].interface, interface) != 0)
+            continue;
+        DBusMessage *reply = dbus_message_new_method_return(call);
+        DBusMessageIter iter;
+        dbus_message_iter_init_append(reply, &iter);
+        append_properties(&iter, &tree[i]);
+        dbus_connection_send(connection, reply, NULL);
+        dbus_message_unref(reply);
+        return;
+    }
+    bench_reply_error(connection, call, DBUS_ERROR_UNKNOWN_INTERFACE, "no such interface here");
+}
+
+static void set_peer(const char *name) {
+    if (peer != NULL) return;
+    peer = strdup(name);
+    bench_watch_name(connection, peer);
+}
+
+static DBusHandlerResult filter(DBusConnection *unused, DBusMessage *message, void *data) {
+    (void)unused;
+    (void)data;
+    if (bench_name_left(message, peer)) {
+        peer_left = 1;
+        return DBUS_HANDLER_RESULT_HANDLED;
+    }
+    if (dbus_message_get_type(message) != DBUS_MESSAGE_TYPE_METHOD_CALL) return DBUS_HANDLER_RESULT_NOT_YET_HANDLED;
+    const char *path = dbus_message_get_path(message);
+    if (dbus_message_is_method_call(message, DBUS_INTERFACE_OBJECT_MANAGER, "GetManagedObjects") &&
+        strcmp(path, "/") == 0) {
+        get_managed_objects(message);
+    } else if (dbus_message_is_method_call(message, DBUS_INTERFACE_PROPERTIES, "GetAll")) {
+        get_all(message);
+    } else if ((dbus_message_is_method_call(message, "org.bluez.Device1", "Connect") ||
+                dbus_message_is_method_call(message, "org.bluez.Device1", "Disconnect")) &&
+               strcmp(path, BLUEZ_DEVICE_PATH) == 0) {
+        bench_reply_empty(connection, message);
+    } else if (dbus_message_is_method_call(message, BENCH_GATT_INTERFACE, "StartNotify") &&
+               strcmp(path, BLUEZ_CHARACTERISTIC_PATH) == 0) {
+        bench_reply_empty(connection, message);
+        if (mode == NOTIFY && !start_requested) {
+            set_peer(dbus_message_get_sender(message));
+            start_requested = 1;
+        }
+    } else if (dbus_message_is_method_call(message, BENCH_GATT_INTERFACE, "StopNotify") &&
+               strcmp(path, BLUEZ_CHARACTERISTIC_PATH) == 0) {
+        bench_reply_empty(connection, message);
+        if (mode == NOTIFY && emitted) peer_left = 1;
+    } else if (dbus_message_is_method_call(message, "org.bluez.GattManager1", "RegisterApplication") &&
+               strcmp(path, BLUEZ_ADAPTER_PATH) == 0) {
+        if (mode != READVALUE || registration != NULL || peer != NULL) {
+            bench_reply_error(connection, message, "org.bluez.Error.AlreadyExists", "Already Exists");
+        } else {
+            set_peer(dbus_message_get_sender(message));
+            registration = dbus_message_ref(message);
+        }
+    } else if (dbus_message_is_method_call(message, "org.bluez.GattManager1", "UnregisterApplication") &&
+               strcmp(path, BLUEZ_ADAPTER_PATH) == 0) {
+        bench_reply_empty(connection, message);
+        unregistered = 1;
+    } else {
+        bench_reply_error(connection, message, DBUS_ERROR_UNKNOWN_METHOD, "the fake BlueZ does not answer this");
+    }
+    return DBUS_HANDLER_RESULT_HANDLED;
+}
+
+/* --- notify: the emitter ------------------------------------------------------------------------ */
+
+static void emit(void) {
+    dbus_connection_flush(connection); /* the StartNotify reply goes first */
+    bench_mark start = bench_mark_now();
+    for (long i = 0; i < count; i++) {
+        DBusMessage *signal = bench_properties_changed((uint64_t)i);
+        if (!dbus_connection_send(connection, signal, NULL)) bench_die("send", NULL);
+        dbus_message_unref(signal);
+        /* Wait for the socket now and then, so the daemon's pace bounds what is queued here. */
+        if (i % 256 == 255) dbus_connection_flush(connection);
+    }
+    dbus_connection_flush(connection);
+    bench_mark end = bench_mark_now();
+    bench_report(count, end.wall - start.wall, start, end, 0, 0, 0);
+    emitted = 1;
+}
+
+/* --- readvalue: registration and the load -------------------------------------------------------- */
+
+/* Reads the application back, as bluetoothd does, and keeps its first characteristic's path. */
+static void register_application(void) {
+    DBusMessageIter iter, objects, object, interfaces, entry;
+    const char *root = NULL;
+    if (!dbus_message_iter_init(registration, &iter) || dbus_message_iter_get_arg_type(&iter) != DBUS_TYPE_OBJECT_PATH)
+        bench_die("RegisterApplication arguments", NULL);
+    dbus_message_iter_get_basic(&iter, &root);
+
+    DBusMessage *call = dbus_message_new_method_call(peer, root, DBUS_INTERFACE_OBJECT_MANAGER, "GetManagedObjects");
+    DBusError error;
+    dbus_error_init(&error);
+    DBusMessage *reply = dbus_connection_send_with_reply_and_block(connection, call, 25000, &error);
+    dbus_message_unref(call);
+    if (reply == NULL) bench_die("GetManagedObjects of the application", &error);
+    if (!dbus_message_iter_init(reply, &iter) || dbus_message_iter_get_arg_type(&iter) != DBUS_TYPE_ARRAY)
+        bench_die("GetManagedObjects reply", NULL);
+    dbus_message_iter_recurse(&iter, &objects);
+    while (characteristic == NULL && dbus_message_iter_get_arg_type(&objects) == DBUS_TYPE_DICT_ENTRY) {
+        const char *path = NULL, *interface = NULL;
+        dbus_message_iter_recurse(&objects, &object);
+        dbus_message_iter_get_basic(&object, &path);
+        dbus_message_iter_next(&object);
+        dbus_message_iter_recurse(&object, &interfaces);
+        while (dbus_message_iter_get_arg_type(&interfaces) == DBUS_TYPE_DICT_ENTRY) {
+            dbus_message_iter_recurse(&interfaces, &entry);
+            dbus_message_iter_get_basic(&entry, &interface);
+            if (strcmp(interface, BENCH_GATT_INTERFACE) == 0) characteristic = strdup(path);
+            dbus_message_iter_next(&interfaces);
+        }
+        dbus_message_iter_next(&objects);
+    }
+    dbus_message_unref(reply);
+    if (characteristic == NULL) {
+        bench_reply_error(connection, registration, "org.bluez.Error.Failed", "No characteristic");
+        bench_die("the application has no characteristic", NULL);
+    }
+    bench_reply_empty(connection, registration);
+    dbus_message_unref(registration);
+    registration = NULL;
+}
+
+static long sent, completed, target;
+
+static void send_read(void);
+
+static void read_completed(DBusPendingCall *pending, void *data) {
+    (void)data;
+    DBusMessage *reply = dbus_pending_call_steal_reply(pending);
+    dbus_pending_call_unref(pending);
+    if (reply == NULL) bench_die("ReadValue: no reply", NULL);
+    if (dbus_message_get_type(reply) == DBUS_MESSAGE_TYPE_ERROR) {
+        const char *text = NULL;
+        dbus_message_get_args(reply, NULL, DBUS_TYPE_STRING, &text, DBUS_TYPE_INVALID);
+        fprintf(stderr, "ReadValue: %s: %s\n", dbus_message_get_error_name(reply), text ? text : "");
+        exit(1);
+    }
+    DBusMessageIter iter, array;
+    const unsigned char *bytes = NULL;
+    int length = 0;
+    if (!dbus_message_iter_init(reply, &iter) || dbus_message_iter_get_arg_type(&iter) != DBUS_TYPE_ARRAY ||
+        dbus_message_iter_get_element_type(&iter) != DBUS_TYPE_BYTE)
+        bench_die("ReadValue reply is not ay", NULL);
+    dbus_message_iter_recurse(&iter, &array);
+    dbus_message_iter_get_fixed_array(&array, &bytes, &length);
+    if (length != BENCH_VALUE_LENGTH) bench_die("ReadValue reply is not 20 bytes", NULL);
+    dbus_message_unref(reply);
+    completed++;
+    if (sent < target) send_read();
+}
+
+static void send_read(void) {
+    DBusMessage *call = dbus_message_new_method_call(peer, characteristic, BENCH_GATT_INTERFACE, "ReadValue");
+    DBusMessageIter iter, options;
+    dbus_message_iter_init_append(call, &iter);
+    dbus_message_iter_open_container(&iter, DBUS_TYPE_ARRAY, "{sv}", &options);
+    if (bluez_options) {
+        bench_entry_path(&options, "device", BLUEZ_DEVICE_PATH);
+        bench_entry_string(&options, "link", "LE");
+        bench_entry_uint16(&options, "mtu", 23);
+    }
+    dbus_message_iter_close_container(&iter, &options);
+    DBusPendingCall *pending = NULL;
+    if (!dbus_connection_send_with_reply(connection, call, &pending, 25000) || pending == NULL)
+        bench_die("send ReadValue", NULL);
+    dbus_message_unref(call);
+    dbus_pending_call_set_notify(pending, read_completed, NULL, NULL);
+    sent++;
+}
+
+static void reads(long n) {
+    sent = completed = 0;
+    target = n;
+    while (sent < target && sent < window) send_read();
+    while (completed < target) {
+        if (!dbus_connection_read_write_dispatch(connection, -1)) bench_die("disconnected", NULL);
+        if (peer_left) {
+            fprintf(stderr, "the application left during the load (%ld of %ld answered)\n", completed, target);
+            exit(1);
+        }
+    }
+}
+
+/* --- Main ---------------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[2], "notify") == 0) {
+        mode = NOTIFY;
+        count = atol(argv[3]);
+    } else if ((argc == 6 || (argc == 7 && strcmp(argv[6], "bluez-options") == 0)) &&
+               strcmp(argv[2], "readvalue") == 0) {
+        mode = READVALUE;
+        count = atol(argv[3]);
+        window = atol(argv[4]);
+        warmup = atol(argv[5]);
+        bluez_options = argc == 7;
+    } else {
+        fprintf(stderr, "usage: fake-bluez ADDRESS notify N\n"
+                        "       fake-bluez ADDRESS readvalue N WINDOW WARMUP [bluez-options]\n");
+        return 2;
+    }
+    connection = bench_connect(argv[1]);
+    dbus_connection_add_filter(connection, filter, NULL, NULL);
+    DBusError error;
+    dbus_error_init(&error);
+    if (dbus_bus_request_name(connection, BLUEZ_NAME, DBUS_NAME_FLAG_DO_NOT_QUEUE, &error) !=
+        DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER)
+        bench_die("request org.bluez", &error);
+    printf("READY\n");
+    fflush(stdout);
+
+    int finished = 0;
+    double began = bench_now(), finished_at = 0;
+    while (!(finished && peer_left)) {
+        if (!dbus_connection_read_write_dispatch(connection, 100)) bench_die("disconnected", NULL);
+        if (mode == NOTIFY && start_requested && !emitted) {
+            emit();
+            finished = 1;
+            finished_at = bench_now();
+        }
+        if (mode == READVALUE && registration != NULL) {
+            register_application();
+            reads(warmup);
+            bench_mark start = bench_mark_now();
+            reads(count);
+            bench_mark end = bench_mark_now();
+            bench_report(count, end.wall - start.wall, start, end, 0, 0, 0);
+            if (unregistered) fprintf(stderr, "the application unregistered before every call was answered\n");
+            dbus_connection_flush(connection);
+            return 0;
+        }
+        double now = bench_now();
+        if (finished && now - finished_at > 10) break;
+        if (!finished && now - began > 120) bench_die("nobody subscribed or registered within 120 s", NULL);
+    }
+    return 0;
+}
