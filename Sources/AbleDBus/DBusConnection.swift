@@ -239,7 +239,7 @@ public actor DBusConnection {
         let sink = SignalSink(continuation)
         let end = try await addSubscription(rule, receiver: sink)
         continuation.onTermination = { _ in end() }
-        return DBusSignalStream(base: base, sink: sink)
+        return DBusSignalStream(base: base, sink: sink, lifetime: IterationLifetime(sink))
     }
 
     /// Subscribes to the signals a rule matches, handing each one to `handler` on the

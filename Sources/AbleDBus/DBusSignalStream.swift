@@ -21,18 +21,21 @@ public struct DBusSignalStream: AsyncSequence, Sendable {
 
     let base: AsyncThrowingStream<DBusSignal, any Error>
     let sink: SignalSink
+    let lifetime: IterationLifetime
 
     /// How many signals were dropped because the buffer was full.
     public var droppedCount: Int { sink.droppedCount }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: base.makeAsyncIterator(), lifetime: IterationLifetime(sink))
+        AsyncIterator(base: base.makeAsyncIterator(), stream: lifetime, lifetime: IterationLifetime(sink))
     }
 
     /// The iterator of a signal stream; not `Sendable`, like every iterator. When it goes away
     /// (the loop ended), the subscription ends.
     public struct AsyncIterator: AsyncIteratorProtocol {
         var base: AsyncThrowingStream<DBusSignal, any Error>.AsyncIterator
+        /// Keeps the subscription going while this iterator lives, even if the stream value is gone.
+        let stream: IterationLifetime
         let lifetime: IterationLifetime
 
         public mutating func next() async throws -> DBusSignal? {
@@ -45,7 +48,8 @@ public struct DBusSignalStream: AsyncSequence, Sendable {
     }
 }
 
-/// Ends the subscription when the stream's iterator goes away.
+/// Ends the subscription when the last copy of the stream value goes away (iterated or not), or
+/// when an iterator goes away.
 final class IterationLifetime: Sendable {
     private let sink: SignalSink
 

@@ -99,6 +99,17 @@ struct SignalTests {
         }
     }
 
+    @Test func discardingAStreamNeverIteratedRemovesItsMatchRule() async throws {
+        try await withPrivateBus { _, receiver in
+            let before = try await receiver.matchRuleCount()
+            var stream: DBusSignalStream? = try await receiver.signals(matching: Self.rule)
+            #expect(try await receiver.matchRuleCount() == before + 1)
+            _ = stream
+            stream = nil
+            try await waitUntil { try await receiver.matchRuleCount() == before }
+        }
+    }
+
     @Test func aFullBufferDropsNewSignalsAndCountsThem() async throws {
         try await withPrivateBus { bus, receiver in
             let emitter = try await bus.connect()

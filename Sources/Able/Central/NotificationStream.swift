@@ -36,7 +36,7 @@ public struct NotificationStream: AsyncSequence, Sendable {
     }
 
     let base: Base
-    let continuation: Base.Continuation
+    let lifetime: IterationLifetime<[UInt8]>
     let counter: DropCounter
 
     static let bufferLimit = 16_384
@@ -45,7 +45,7 @@ public struct NotificationStream: AsyncSequence, Sendable {
         let (base, continuation) = Base.makeStream(bufferingPolicy: .bufferingOldest(bufferLimit))
         let counter = DropCounter()
         return (
-            NotificationStream(base: base, continuation: continuation, counter: counter),
+            NotificationStream(base: base, lifetime: IterationLifetime(continuation), counter: counter),
             Continuation(base: continuation, counter: counter)
         )
     }
@@ -54,12 +54,14 @@ public struct NotificationStream: AsyncSequence, Sendable {
     public var droppedCount: Int { counter.value }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: base.makeAsyncIterator(), lifetime: IterationLifetime(continuation))
+        AsyncIterator(base: base.makeAsyncIterator(), stream: lifetime, lifetime: lifetime.forIterator())
     }
 
     /// The iterator of a notification stream; not `Sendable`. When it goes away, the stream ends.
     public struct AsyncIterator: AsyncIteratorProtocol {
         var base: Base.AsyncIterator
+        /// Keeps the stream going while this iterator lives, even if the stream value is gone.
+        let stream: IterationLifetime<[UInt8]>
         let lifetime: IterationLifetime<[UInt8]>
         public mutating func next() async throws -> [UInt8]? { try await base.next() }
     }

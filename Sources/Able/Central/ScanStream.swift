@@ -5,8 +5,8 @@ import Synchronization
 /// **Buffering:** the newest 256 discoveries the consumer has not taken yet; when the buffer
 /// is full the oldest is dropped and counted in ``droppedCount``.
 ///
-/// **Lifetime:** the scan runs until iteration ends, the iterating task is cancelled, or the
-/// stream is discarded; when the last scan of the adapter ends, Able stops discovery in BlueZ.
+/// **Lifetime:** the scan runs until iteration ends (the loop is left), the iterating task is
+/// cancelled, or the stream is discarded, iterated or not; when the last scan of the adapter ends, Able stops discovery in BlueZ.
 /// The stream throws when the adapter or `bluetoothd` goes away.
 public struct ScanStream: AsyncSequence, Sendable {
     public typealias Element = Discovery
@@ -29,14 +29,14 @@ public struct ScanStream: AsyncSequence, Sendable {
     }
 
     let base: Base
-    let continuation: Base.Continuation
+    let lifetime: IterationLifetime<Discovery>
     let counter: DropCounter
 
     static func make() -> (ScanStream, Continuation) {
         let (base, continuation) = Base.makeStream(bufferingPolicy: .bufferingNewest(256))
         let counter = DropCounter()
         return (
-            ScanStream(base: base, continuation: continuation, counter: counter),
+            ScanStream(base: base, lifetime: IterationLifetime(continuation), counter: counter),
             Continuation(base: continuation, counter: counter)
         )
     }
@@ -45,12 +45,14 @@ public struct ScanStream: AsyncSequence, Sendable {
     public var droppedCount: Int { counter.value }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: base.makeAsyncIterator(), lifetime: IterationLifetime(continuation))
+        AsyncIterator(base: base.makeAsyncIterator(), stream: lifetime, lifetime: lifetime.forIterator())
     }
 
     /// The iterator of a scan; not `Sendable`. When it goes away (the loop ended), the scan ends.
     public struct AsyncIterator: AsyncIteratorProtocol {
         var base: Base.AsyncIterator
+        /// Keeps the stream going while this iterator lives, even if the stream value is gone.
+        let stream: IterationLifetime<Discovery>
         let lifetime: IterationLifetime<Discovery>
         public mutating func next() async throws -> Discovery? { try await base.next() }
     }
@@ -88,14 +90,18 @@ final class DropCounter: Sendable {
     func increment() { count.add(1, ordering: .relaxed) }
 }
 
-/// Ends a stream when its iterator goes away, so that breaking out of a `for try await` loop
-/// ends the work behind the stream even while the stream itself is still referenced.
+/// Ends a stream when the last copy of the stream value goes away (even if it was never
+/// iterated), and, through ``forIterator()``, when an iterator goes away, so that leaving a
+/// `for try await` loop ends the work behind the stream while the stream is still referenced.
 final class IterationLifetime<Element: Sendable>: Sendable {
     private let continuation: AsyncThrowingStream<Element, any Error>.Continuation
 
     init(_ continuation: AsyncThrowingStream<Element, any Error>.Continuation) {
         self.continuation = continuation
     }
+
+    /// A lifetime of its own for one iterator.
+    func forIterator() -> IterationLifetime { IterationLifetime(continuation) }
 
     deinit {
         continuation.finish()

@@ -75,6 +75,16 @@ struct ScanTests {
         }
     }
 
+    @Test func aScanDiscardedWithoutIteratingStopsDiscovery() async throws {
+        try await withScanningAdapter { fake, adapter in
+            var scan: ScanStream? = try await adapter.scan()
+            #expect(fake.discoveryCalls.value.contains("StartDiscovery"))
+            _ = scan
+            scan = nil
+            try await waitUntil { fake.discoveryCalls.value.contains("StopDiscovery") }
+        }
+    }
+
     @Test func firstWithATimeoutThrowsTimeoutAndStopsDiscovery() async throws {
         try await withScanningAdapter { fake, adapter in
             let error = await #expect(throws: BluetoothError.self) {
