@@ -12,8 +12,13 @@
 /// heartRate.shortForm  // 0x180D
 /// ```
 public struct BluetoothUUID: Hashable, Comparable, Sendable {
+    // Stored as two 64-bit halves: a UInt128 captured by nested async closures crashes
+    // Swift 6.3.1 debug builds on Linux (a null job in swift_job_run; 16-byte alignment).
+    private let high: UInt64
+    private let low: UInt64
+
     /// The UUID as one 128-bit integer; its most significant byte comes first in ``uuidString``.
-    public let uuid128: UInt128
+    public var uuid128: UInt128 { UInt128(high) << 64 | UInt128(low) }
 
     /// The Bluetooth Base UUID, `00000000-0000-1000-8000-00805F9B34FB`.
     static let base: UInt128 = 0x0000_0000_0000_1000_8000_0080_5F9B_34FB
@@ -25,7 +30,8 @@ public struct BluetoothUUID: Hashable, Comparable, Sendable {
     ///
     /// - Parameter uuid128: The value; its most significant byte is the first in the string form.
     public init(uuid128: UInt128) {
-        self.uuid128 = uuid128
+        high = UInt64(truncatingIfNeeded: uuid128 >> 64)
+        low = UInt64(truncatingIfNeeded: uuid128)
     }
 
     /// Creates a UUID from a 16-bit alias of the Bluetooth Base UUID, such as `0x180D`.
