@@ -1,6 +1,7 @@
 // The Swift half of `Scripts/bench`: each command does, through Able or AbleDBus, what a C program
 // in `Benchmarks/C` does through libdbus (`signals` is `signal-receiver.c`, `central-notifications`
-// is `signal-receiver.c … notify`, `server-readvalue` is `gatt-server.c`), and prints the same
+// is `signal-receiver.c … notify`, `server-readvalue` is `gatt-server.c`; `l2cap` does through
+// Able's L2CAPChannel what `l2cap-socketpair.c` does with plain sockets), and prints the same
 // `result` line.
 //
 // To add a command, add an entry to `commands`: its name, its arguments after the name, and what
@@ -34,6 +35,10 @@ let commands: [Command] = [
     },
     Command(name: "server-readvalue", arguments: ["ADDRESS", "N", "WARMUP"]) { a in
         try await runServerReadValue(address: a[0], count: integer(a[1]), warmup: integer(a[2]))
+    },
+    Command(name: "l2cap", arguments: ["SIZE", "N", "WARMUP", "global|shared"]) { a in
+        try await runL2CAP(
+            size: integer(a[0]), count: integer(a[1]), warmup: integer(a[2]), placement: placement(a[3]))
     },
 ]
 

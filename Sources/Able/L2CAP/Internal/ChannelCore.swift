@@ -1,0 +1,349 @@
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The engine of an ``L2CAPChannel``: one connected, nonblocking `SOCK_SEQPACKET` socket, a
+/// dispatch read source that receives SDUs into the packet buffer, and a dispatch write source
+/// that sends the SDUs that found the socket full.
+///
+/// Thread safety: the sending side is a ``SendStateMachine`` behind `sending`; the receiving side
+/// is the ``WatermarkBuffer`` `packets`, which lets one party at a time use the
+/// ``PacketReceiver``. `lifecycle` is touched only on the socket's queue, where both sources'
+/// handlers and the owning actor run. Hence `@unchecked Sendable`.
+///
+/// The sources' handlers hold the core; cancelling the sources (``tearDown(ending:sendError:)``)
+/// releases them, and the owning channel tears down when it goes away.
+final class ChannelCore: @unchecked Sendable {
+    typealias SendWaiter = UnsafeContinuation<Void, any Error>
+
+    let socket: CInt
+    let operations: SocketOperations
+    let executor: SocketQueue
+    let sendMTU: Int
+    let receiveMTU: Int
+    let packets: WatermarkBuffer<[UInt8]>
+
+    private let receiver: PacketReceiver
+    private let sending = Mutex(SendStateMachine<SendWaiter>())
+    private let readSource: any DispatchSourceRead
+    private let writeSource: any DispatchSourceWrite
+
+    // Touched only on the queue.
+    private var lifecycle = Lifecycle.open
+
+    private enum Lifecycle {
+        case open
+        case closing(sourcesLeft: Int, waiters: [UnsafeContinuation<Void, Never>])
+        case closed
+    }
+
+    /// Takes over a connected, nonblocking socket and starts receiving.
+    ///
+    /// - Parameters:
+    ///   - socket: The socket; the core closes it.
+    ///   - operations: The socket calls to make.
+    ///   - executor: The queue for the sources.
+    ///   - sendMTU: The largest SDU the peer accepts.
+    ///   - receiveMTU: The largest SDU the peer may send; the receive buffer's size.
+    ///   - watermarks: When to stop and restart reading.
+    init(
+        socket: CInt,
+        operations: SocketOperations,
+        executor: SocketQueue,
+        sendMTU: Int,
+        receiveMTU: Int,
+        watermarks: L2CAPPacketStream.Watermarks
+    ) {
+        self.socket = socket
+        self.operations = operations
+        self.executor = executor
+        self.sendMTU = sendMTU
+        self.receiveMTU = receiveMTU
+        let receiver = PacketReceiver(socket: socket, operations: operations, receiveMTU: receiveMTU)
+        self.receiver = receiver
+        let readSource = DispatchSource.makeReadSource(fileDescriptor: socket, queue: executor.queue)
+        let writeSource = DispatchSource.makeWriteSource(fileDescriptor: socket, queue: executor.queue)
+        self.readSource = readSource
+        self.writeSource = writeSource
+        let reader = SendableSource(readSource)
+        let kickReader = receiver.kickReader
+        packets = WatermarkBuffer(
+            watermarks: .init(high: watermarks.high, low: watermarks.low),
+            pauseProducer: { reader.source.suspend() },
+            resumeProducer: {
+                reader.source.resume()
+                kickReader()
+            },
+            fetch: { receiver.receiveForConsumer() }
+        )
+        // Held strongly (a weak reference would slow every retain of the core); `closeSocket`
+        // breaks the cycle.
+        kickReader.action = { executor.queue.async { self.readAvailable() } }
+        readSource.setEventHandler { self.readAvailable() }
+        readSource.setCancelHandler { self.sourceCancelled() }
+        writeSource.setEventHandler { self.writeAvailable() }
+        writeSource.setCancelHandler { self.sourceCancelled() }
+        // The write source runs only while sends wait for room; it starts paused.
+        writeSource.suspend()
+        writeSource.activate()
+        readSource.activate()
+    }
+
+    // MARK: Receiving
+
+    /// Receives every SDU the socket holds, until it would block, the buffer is full, or a
+    /// consumer receives for itself; on the queue.
+    private func readAvailable() {
+        guard case .open = lifecycle else { return }
+        while true {
+            var outcome = PacketReceiver.Outcome.wouldBlock
+            let produced = packets.produce { () -> [UInt8]? in
+                outcome = receiver.receive()
+                guard case .packet(let packet) = outcome else { return nil }
+                return packet
+            }
+            switch (produced, outcome) {
+            case (.produced, _): continue
+            case (.paused, _): return
+            case (.nothing, .end(let error)):
+                tearDown(ending: error, sendError: error ?? Self.peerClosed)
+                return
+            case (.nothing, _):
+                return
+            }
+        }
+    }
+
+    // MARK: Sending
+
+    private enum SendAttempt {
+        case sent
+        case wouldBlock
+        /// The socket refused this packet only (`EMSGSIZE`); the channel goes on.
+        case rejected(BluetoothError)
+        /// Sending cannot go on.
+        case fatal(BluetoothError)
+    }
+
+    /// One `send(2)` of a whole SDU, retried on `EINTR`.
+    private func attemptSend(_ packet: [UInt8]) -> SendAttempt {
+        let result = packet.withUnsafeBytes { bytes in
+            SocketOperations.retryingInterrupts {
+                operations.send(socket, bytes, CInt(MSG_NOSIGNAL) | CInt(MSG_DONTWAIT))
+            }
+        }
+        switch result {
+        case .success(let count) where count == packet.count:
+            return .sent
+        case .success(let count):
+            // SOCK_SEQPACKET sends are all or nothing; a short count means the peer got a
+            // truncated SDU and the stream of SDUs can no longer be trusted.
+            return .fatal(
+                BluetoothError(
+                    .internalError,
+                    message: "the socket took \(count) of the \(packet.count) bytes of an SDU; the channel cannot go on"
+                ))
+        case .failure(let errno) where errno.isWouldBlock:
+            return .wouldBlock
+        case .failure(let errno) where errno == .messageTooLong:
+            return .rejected(BluetoothError(errno, while: "sending an SDU of \(packet.count) bytes"))
+        case .failure(let errno):
+            return .fatal(BluetoothError(errno, while: "sending on the L2CAP channel"))
+        }
+    }
+
+    /// Sends one SDU, waiting while the socket is full.
+    func send(_ packet: [UInt8], isolation actor: isolated (any Actor)? = #isolation) async throws {
+        guard !packet.isEmpty else {
+            throw BluetoothError(
+                .invalidArguments,
+                message: "an L2CAP SDU cannot be empty: a SOCK_SEQPACKET peer could not tell it from the end")
+        }
+        guard packet.count <= sendMTU else {
+            throw BluetoothError(
+                .valueTooLong, message: "an SDU of \(packet.count) bytes is over the send MTU of \(sendMTU)")
+        }
+        enum Start {
+            case done
+            case failed(BluetoothError)
+            /// Wait under this id; `socketFull` if the socket just said `EAGAIN` (rather than
+            /// others being queued), so there is no point in trying it again before queueing.
+            case wait(UInt64, socketFull: Bool)
+        }
+        let start = sending.withLock { machine -> Start in
+            switch machine.start() {
+            case .fail(let error): return .failed(error)
+            case .wait(let id): return .wait(id, socketFull: false)
+            case .sendNow:
+                switch attemptSend(packet) {
+                case .sent: return .done
+                case .wouldBlock: return .wait(machine.makeID(), socketFull: true)
+                case .rejected(let error): return .failed(error)
+                case .fatal(let error):
+                    _ = machine.fail(error)
+                    return .failed(error)
+                }
+            }
+        }
+        let id: UInt64
+        let socketFull: Bool
+        switch start {
+        case .done: return
+        case .failed(let error): throw error
+        case .wait(let waitID, let full): (id, socketFull) = (waitID, full)
+        }
+        try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation(isolation: actor) { (continuation: SendWaiter) in
+                enqueue(id: id, packet: packet, continuation: continuation, tryFirst: !socketFull)
+            }
+        } onCancel: {
+            // A send still queued has not reached the socket at all: drop it whole.
+            sending.withLock { $0.cancel(id: id) }?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Queues a send; with `tryFirst`, first tries the socket if the queue has emptied meanwhile.
+    private func enqueue(id: UInt64, packet: [UInt8], continuation: SendWaiter, tryFirst: Bool) {
+        enum Outcome {
+            case queued
+            case sent
+            case failed(any Error)
+        }
+        let outcome = sending.withLock { machine -> Outcome in
+            // A cancellation that came before the send was queued found nothing to cancel.
+            guard !Task.isCancelled else { return .failed(CancellationError()) }
+            var tryFirst = tryFirst
+            while true {
+                switch machine.enqueue(id: id, packet: packet, waiter: continuation, tryFirst: tryFirst) {
+                case .fail(let error):
+                    return .failed(error)
+                case .queued(let resumeWriter):
+                    if resumeWriter { writeSource.resume() }
+                    return .queued
+                case .sendNow:
+                    switch attemptSend(packet) {
+                    case .sent: return .sent
+                    case .wouldBlock: tryFirst = false
+                    case .rejected(let error): return .failed(error)
+                    case .fatal(let error):
+                        _ = machine.fail(error)
+                        return .failed(error)
+                    }
+                }
+            }
+        }
+        switch outcome {
+        case .queued: break
+        case .sent: continuation.resume()
+        case .failed(let error): continuation.resume(throwing: error)
+        }
+    }
+
+    /// Sends the waiting SDUs, in order, while the socket takes them.
+    private func writeAvailable() {
+        var resumptions: [(SendWaiter, BluetoothError?)] = []
+        sending.withLock { machine in
+            defer {
+                if machine.writerIdle() { writeSource.suspend() }
+            }
+            while let packet = machine.nextPacket {
+                switch attemptSend(packet) {
+                case .sent:
+                    if let waiter = machine.removeNext() { resumptions.append((waiter, nil)) }
+                case .wouldBlock:
+                    return
+                case .rejected(let error):
+                    if let waiter = machine.removeNext() { resumptions.append((waiter, error)) }
+                case .fatal(let error):
+                    resumptions += machine.fail(error).map { ($0, error) }
+                }
+            }
+        }
+        for (waiter, error) in resumptions {
+            if let error {
+                waiter.resume(throwing: error)
+            } else {
+                waiter.resume()
+            }
+        }
+    }
+
+    // MARK: Closing
+
+    private static let peerClosed = BluetoothError(.disconnected, message: "the peer closed the L2CAP channel")
+    private static let closed = BluetoothError(.notConnected, message: "the L2CAP channel is closed")
+
+    /// Ends both directions and closes the socket once both sources are cancelled.
+    ///
+    /// - Parameters:
+    ///   - error: What the packet stream ends with after its buffered packets; `nil` for a normal end.
+    ///   - sendError: What waiting and later sends throw.
+    private func tearDown(ending error: BluetoothError?, sendError: BluetoothError) {
+        executor.checkIsolated()
+        guard case .open = lifecycle else { return }
+        lifecycle = .closing(sourcesLeft: 2, waiters: [])
+        packets.finish(throwing: error)
+        let waiters = sending.withLock { machine in
+            let waiters = machine.fail(sendError)
+            if machine.releaseWriter() { writeSource.resume() }
+            return waiters
+        }
+        readSource.cancel()
+        writeSource.cancel()
+        for waiter in waiters { waiter.resume(throwing: sendError) }
+    }
+
+    private func sourceCancelled() {
+        guard case .closing(let sourcesLeft, let waiters) = lifecycle else { return }
+        guard sourcesLeft == 1 else {
+            lifecycle = .closing(sourcesLeft: sourcesLeft - 1, waiters: waiters)
+            return
+        }
+        lifecycle = .closing(sourcesLeft: 0, waiters: waiters)
+        // A consumer may be in recv(2) on its own thread: close after it.
+        packets.whenNotFetching { self.executor.queue.async { self.closeSocket() } }
+    }
+
+    private func closeSocket() {
+        guard case .closing(0, let waiters) = lifecycle else { return }
+        // Linux closes the descriptor even when close(2) reports EINTR: never retry.
+        _ = operations.close(socket)
+        // No one receives any more (the buffer is finished and no fetch is under way).
+        receiver.kickReader.action = nil
+        lifecycle = .closed
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Closes the channel from this side and waits until the socket is closed.
+    ///
+    /// - Parameter actor: The owning channel, whose executor is the socket's queue.
+    func close(isolation actor: isolated (any Actor)? = #isolation) async {
+        executor.checkIsolated()
+        tearDown(ending: nil, sendError: Self.closed)
+        await withUnsafeContinuation(isolation: actor) { continuation in
+            switch lifecycle {
+            case .closing(let sourcesLeft, var waiters):
+                waiters.append(continuation)
+                lifecycle = .closing(sourcesLeft: sourcesLeft, waiters: waiters)
+            case .open, .closed:
+                continuation.resume()
+            }
+        }
+    }
+
+    /// Starts closing, from anywhere, without waiting.
+    func closeSoon() {
+        executor.queue.async { self.tearDown(ending: nil, sendError: Self.closed) }
+    }
+
+    // MARK: Observation
+
+    /// How many sends have had to wait for the socket.
+    var sendWaitCount: Int { sending.withLock { $0.waitCount } }
+
+    /// How many sends wait now.
+    var pendingSendCount: Int { sending.withLock { $0.pendingCount } }
+}

@@ -1,0 +1,102 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A C `errno` value that a socket call failed with.
+///
+/// It is the ``BluetoothError/cause`` of the errors the L2CAP code throws, so that the kernel's
+/// own reason (`ECONNRESET`, `EACCES`, …) stays visible.
+package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The `errno` value.
+    package var rawValue: CInt
+
+    /// Wraps an `errno` value.
+    ///
+    /// - Parameter rawValue: The value, such as `EAGAIN`.
+    package init(_ rawValue: CInt) {
+        self.rawValue = rawValue
+    }
+
+    /// The value of `errno` now, right after a call failed.
+    package static var current: Errno { Errno(errno) }
+
+    /// `EAGAIN` / `EWOULDBLOCK`: a nonblocking socket has nothing to give or no room to take.
+    package static let wouldBlock = Errno(EAGAIN)
+    /// `EINTR`: a signal interrupted the call; it is retried.
+    package static let interrupted = Errno(EINTR)
+    /// `EINPROGRESS`: a nonblocking `connect(2)` has started.
+    package static let inProgress = Errno(EINPROGRESS)
+    /// `ECONNRESET`: the peer or the link reset the connection.
+    package static let connectionReset = Errno(ECONNRESET)
+    /// `EPIPE`: the peer is gone; sending is over.
+    package static let brokenPipe = Errno(EPIPE)
+    /// `EMSGSIZE`: the packet does not fit the socket's limit.
+    package static let messageTooLong = Errno(EMSGSIZE)
+    /// `EAFNOSUPPORT`: the kernel has no such address family (no Bluetooth here).
+    package static let addressFamilyNotSupported = Errno(EAFNOSUPPORT)
+
+    /// Whether the call should be retried at once (`EINTR`).
+    package var isInterrupted: Bool { rawValue == EINTR }
+
+    /// Whether the socket cannot proceed now and will say when it can (`EAGAIN`, `EWOULDBLOCK`).
+    package var isWouldBlock: Bool { rawValue == EAGAIN || rawValue == EWOULDBLOCK }
+
+    /// Whether the error says the connection is gone: reset by the peer, dropped with the link,
+    /// or shut down.
+    ///
+    /// The kernel's L2CAP code reports a peer's Disconnection Request as `ECONNRESET` and a lost
+    /// link as the HCI reason's errno (`ETIMEDOUT` for a supervision timeout, `ECONNABORTED`,
+    /// `EHOSTDOWN`); an AF_UNIX peer that closes gives `EPIPE` to senders.
+    package var isDisconnection: Bool {
+        switch rawValue {
+        case ECONNRESET, EPIPE, ENOTCONN, ECONNABORTED, ETIMEDOUT, EHOSTDOWN, EHOSTUNREACH, ESHUTDOWN, ENETDOWN,
+            ENETRESET:
+            true
+        default:
+            false
+        }
+    }
+
+    /// The symbolic name and the C library's text, such as `ECONNRESET (Connection reset by peer)`.
+    package var description: String {
+        let text = String(cString: strerror(rawValue))
+        return Self.names[rawValue].map { "\($0) (\(text))" } ?? "errno \(rawValue) (\(text))"
+    }
+
+    private static let names: [CInt: String] = [
+        EAGAIN: "EAGAIN", EINTR: "EINTR", EINPROGRESS: "EINPROGRESS", ECONNRESET: "ECONNRESET", EPIPE: "EPIPE",
+        ENOTCONN: "ENOTCONN", ECONNABORTED: "ECONNABORTED", ETIMEDOUT: "ETIMEDOUT", EHOSTDOWN: "EHOSTDOWN",
+        EHOSTUNREACH: "EHOSTUNREACH", ESHUTDOWN: "ESHUTDOWN", ENETDOWN: "ENETDOWN", ENETRESET: "ENETRESET",
+        ECONNREFUSED: "ECONNREFUSED", EACCES: "EACCES", EPERM: "EPERM", EADDRINUSE: "EADDRINUSE",
+        EMSGSIZE: "EMSGSIZE", EINVAL: "EINVAL", EBADF: "EBADF", ENOBUFS: "ENOBUFS", ENOMEM: "ENOMEM",
+        EAFNOSUPPORT: "EAFNOSUPPORT", EPROTONOSUPPORT: "EPROTONOSUPPORT", EOPNOTSUPP: "EOPNOTSUPP",
+        ENOPROTOOPT: "ENOPROTOOPT", EALREADY: "EALREADY", EISCONN: "EISCONN", ENODEV: "ENODEV",
+        EADDRNOTAVAIL: "EADDRNOTAVAIL", EMFILE: "EMFILE", ENFILE: "ENFILE",
+    ]
+}
+
+/// The outcome of one system call: its value, or the `errno` it failed with.
+package typealias SyscallResult<Value> = Result<Value, Errno>
+
+extension BluetoothError {
+    /// The error for a socket call that failed with `errno`, classified by what the errno means.
+    ///
+    /// - Parameters:
+    ///   - errno: What the call failed with.
+    ///   - operation: What Able was doing, for the message, such as `sending on the L2CAP channel`.
+    init(_ errno: Errno, while operation: String, file: String = #fileID, line: Int = #line) {
+        let code: Code
+        switch errno.rawValue {
+        case _ where errno.isDisconnection: code = .disconnected
+        case EMSGSIZE: code = .valueTooLong
+        case EACCES, EPERM: code = .notPermitted
+        case EINVAL: code = .invalidArguments
+        case EADDRINUSE: code = .alreadyExists
+        case EAFNOSUPPORT, EPROTONOSUPPORT, EOPNOTSUPP, ENOPROTOOPT: code = .notSupported
+        case ENODEV, EADDRNOTAVAIL: code = .notAvailable
+        case EBADF: code = .internalError
+        default: code = .failed
+        }
+        self.init(code, message: "\(operation) failed: \(errno)", cause: errno, file: file, line: line)
+    }
+}

@@ -1,0 +1,134 @@
+import CBluetooth
+import Dispatch
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The engine of an ``L2CAPListener``: a listening, nonblocking L2CAP socket, and a dispatch
+/// read source that accepts the channels peers open and hands them to the channel stream.
+///
+/// Thread safety: `channels` has its own lock; `isOpen` and `sourceClosed` are touched only on
+/// the socket's queue. Hence `@unchecked Sendable`.
+final class ListenerCore: @unchecked Sendable {
+    let socket: CInt
+    let operations: SocketOperations
+    let executor: SocketQueue
+    let channels: WatermarkBuffer<L2CAPChannel>
+    let channelWatermarks: L2CAPPacketStream.Watermarks
+
+    private let acceptSource: any DispatchSourceRead
+    private let kickAcceptor: HandlerKick
+    private var isOpen = true
+    private var closeWaiters: [UnsafeContinuation<Void, Never>] = []
+    private var isSocketClosed = false
+
+    /// How many accepted channels may wait for the consumer before the listener stops accepting.
+    static let acceptWatermarks = L2CAPPacketStream.Watermarks(high: 16, low: 4)
+
+    /// Takes over a listening, nonblocking socket and starts accepting.
+    init(socket: CInt, operations: SocketOperations, executor: SocketQueue, watermarks: L2CAPPacketStream.Watermarks) {
+        self.socket = socket
+        self.operations = operations
+        self.executor = executor
+        self.channelWatermarks = watermarks
+        let acceptSource = DispatchSource.makeReadSource(fileDescriptor: socket, queue: executor.queue)
+        self.acceptSource = acceptSource
+        let acceptor = SendableSource(acceptSource)
+        let kickAcceptor = HandlerKick()
+        channels = WatermarkBuffer(
+            watermarks: .init(high: Self.acceptWatermarks.high, low: Self.acceptWatermarks.low),
+            pauseProducer: { acceptor.source.suspend() },
+            resumeProducer: {
+                acceptor.source.resume()
+                kickAcceptor()
+            }
+        )
+        self.kickAcceptor = kickAcceptor
+        kickAcceptor.action = { executor.queue.async { self.acceptAvailable() } }
+        acceptSource.setEventHandler { self.acceptAvailable() }
+        acceptSource.setCancelHandler { self.sourceCancelled() }
+        acceptSource.activate()
+    }
+
+    /// Accepts every pending connection, until none is left or the stream is full.
+    private func acceptAvailable() {
+        guard isOpen else { return }
+        while true {
+            var peer = sockaddr_l2()
+            let result = withUnsafeMutableBytes(of: &peer) { buffer in
+                operations.accept(socket, buffer)
+            }
+            switch result {
+            case .success(let (accepted, length)):
+                let address = withUnsafeBytes(of: &peer) {
+                    L2CAPSocketAddress(bytes: UnsafeRawBufferPointer(rebasing: $0[..<min(length, $0.count)]))
+                }
+                // A connection that cannot be set up is closed; the peer sees it end, the
+                // listener goes on.
+                guard let channel = try? makeChannel(accepted, peer: address) else {
+                    L2CAPSocket.abandon(accepted, operations)
+                    continue
+                }
+                if channels.produce(channel) { return }
+            case .failure(let errno) where errno.isInterrupted || errno.rawValue == ECONNABORTED:
+                continue
+            case .failure(let errno) where errno.isWouldBlock:
+                return
+            case .failure(let errno):
+                finish(throwing: BluetoothError(errno, while: "accepting an L2CAP connection"))
+                return
+            }
+        }
+    }
+
+    private func makeChannel(_ socket: CInt, peer: L2CAPSocketAddress?) throws -> L2CAPChannel {
+        if case .failure(let errno) = operations.setNonblocking(socket) {
+            throw BluetoothError(errno, while: "making the accepted socket nonblocking")
+        }
+        let mtus = try L2CAPSocket.mtus(socket, operations)
+        let core = ChannelCore(
+            socket: socket, operations: operations, executor: SocketQueue(label: "Able.L2CAPChannel"),
+            sendMTU: mtus.send, receiveMTU: mtus.receive, watermarks: channelWatermarks)
+        return L2CAPChannel(
+            core: core, peerAddress: peer?.address,
+            peerAddressType: peer.flatMap { L2CAPSocketAddress.addressType(kernelType: $0.addressType) })
+    }
+
+    /// Ends the stream and closes the socket; on the queue.
+    private func finish(throwing error: BluetoothError?) {
+        executor.checkIsolated()
+        guard isOpen else { return }
+        isOpen = false
+        channels.finish(throwing: error)
+        acceptSource.cancel()
+    }
+
+    private func sourceCancelled() {
+        _ = operations.close(socket)
+        kickAcceptor.action = nil
+        isSocketClosed = true
+        let waiters = closeWaiters
+        closeWaiters = []
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Stops listening and waits until the socket is closed.
+    ///
+    /// - Parameter actor: The owning listener, whose executor is the socket's queue.
+    func close(isolation actor: isolated (any Actor)? = #isolation) async {
+        finish(throwing: nil)
+        await withUnsafeContinuation(isolation: actor) { continuation in
+            if isSocketClosed {
+                continuation.resume()
+            } else {
+                closeWaiters.append(continuation)
+            }
+        }
+    }
+
+    /// Starts closing, from anywhere, without waiting.
+    func closeSoon() {
+        executor.queue.async { self.finish(throwing: nil) }
+    }
+}

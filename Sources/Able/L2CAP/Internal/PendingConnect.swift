@@ -1,0 +1,125 @@
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A nonblocking `connect(2)` under way: a dispatch write source waits for the socket to become
+/// writable (connected, or failed with `SO_ERROR`), a timer for the timeout, and the task's
+/// cancellation handler for the caller giving up; the first of the three decides.
+///
+/// The waiting caller is resumed only from the write source's cancel handler, so that the socket
+/// is no longer watched when the caller goes on to use or close it.
+final class PendingConnect: Sendable {
+    private struct State {
+        var continuation: UnsafeContinuation<Void, any Error>?
+        var outcome: Result<Void, any Error>?
+        var sourceCancelled = false
+    }
+
+    private let socket: CInt
+    private let operations: SocketOperations
+    private let describe: @Sendable (Errno) -> BluetoothError
+    private let state = Mutex(State())
+    private let writeSource: SendableSource
+    private let timer: SendableSource
+
+    /// Watches `socket`, whose `connect(2)` returned `EINPROGRESS`.
+    ///
+    /// - Parameters:
+    ///   - socket: The connecting socket.
+    ///   - operations: The socket calls.
+    ///   - queue: Where the sources run.
+    ///   - timeout: How long to wait.
+    ///   - describe: The error for a connection that failed with an errno.
+    private init(
+        socket: CInt,
+        operations: SocketOperations,
+        queue: DispatchQueue,
+        timeout: Duration,
+        describe: @escaping @Sendable (Errno) -> BluetoothError
+    ) {
+        self.socket = socket
+        self.operations = operations
+        self.describe = describe
+        writeSource = SendableSource(DispatchSource.makeWriteSource(fileDescriptor: socket, queue: queue))
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        let (seconds, attoseconds) = timeout.components
+        let nanoseconds = max(0, seconds) * 1_000_000_000 + max(0, attoseconds) / 1_000_000_000
+        timer.schedule(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds)))
+        self.timer = SendableSource(timer)
+    }
+
+    /// Waits for a connection started with a nonblocking `connect(2)` to complete.
+    ///
+    /// - Throws: ``BluetoothError`` from `describe` when `SO_ERROR` reports a failure,
+    ///   ``BluetoothError/Code/timeout`` after `timeout`, `CancellationError` when the task is
+    ///   cancelled. The caller still owns the socket in every case.
+    static func wait(
+        socket: CInt,
+        operations: SocketOperations,
+        queue: DispatchQueue,
+        timeout: Duration,
+        describe: @escaping @Sendable (Errno) -> BluetoothError
+    ) async throws {
+        let pending = PendingConnect(
+            socket: socket, operations: operations, queue: queue, timeout: timeout, describe: describe)
+        try await pending.wait(timeout: timeout)
+    }
+
+    private func wait(timeout: Duration) async throws {
+        writeSource.source.setEventHandler { self.writable() }
+        writeSource.source.setCancelHandler { self.sourceCancelled() }
+        timer.source.setEventHandler {
+            self.decide(.failure(BluetoothError(.timeout, message: "the L2CAP connection took longer than \(timeout)")))
+        }
+        writeSource.source.activate()
+        timer.source.activate()
+        try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { continuation in
+                let ready = state.withLock { state -> Result<Void, any Error>? in
+                    guard state.sourceCancelled, let outcome = state.outcome else {
+                        state.continuation = continuation
+                        return nil
+                    }
+                    return outcome
+                }
+                if let ready { continuation.resume(with: ready) }
+            }
+        } onCancel: {
+            decide(.failure(CancellationError()))
+        }
+    }
+
+    /// The socket is writable: the connection is up, or `SO_ERROR` says why not.
+    private func writable() {
+        switch operations.integerOption(socket, level: SOL_SOCKET, name: SO_ERROR, size: 4) {
+        case .success(0): decide(.success(()))
+        case .success(let error): decide(.failure(describe(Errno(CInt(error)))))
+        case .failure(let errno): decide(.failure(describe(errno)))
+        }
+    }
+
+    /// Records the first outcome and stops watching the socket.
+    private func decide(_ outcome: Result<Void, any Error>) {
+        let first = state.withLock { state in
+            guard state.outcome == nil else { return false }
+            state.outcome = outcome
+            return true
+        }
+        guard first else { return }
+        timer.source.cancel()
+        writeSource.source.cancel()
+    }
+
+    private func sourceCancelled() {
+        let ready = state.withLock { state -> (UnsafeContinuation<Void, any Error>, Result<Void, any Error>)? in
+            state.sourceCancelled = true
+            guard let continuation = state.continuation, let outcome = state.outcome else { return nil }
+            state.continuation = nil
+            return (continuation, outcome)
+        }
+        if let (continuation, outcome) = ready { continuation.resume(with: outcome) }
+    }
+}

@@ -1,0 +1,64 @@
+/// A first-in, first-out queue with amortized O(1) appends and removals at the front.
+struct RingBuffer<Element> {
+    private var storage: [Element?] = []
+    private var head = 0
+
+    /// How many elements the queue holds.
+    private(set) var count = 0
+
+    init() {}
+
+    var isEmpty: Bool { count == 0 }
+
+    /// The oldest element.
+    var first: Element? { count == 0 ? nil : storage[head] }
+
+    mutating func append(_ element: Element) {
+        if count == storage.count { grow() }
+        storage[(head + count) % storage.count] = element
+        count += 1
+    }
+
+    mutating func popFirst() -> Element? {
+        guard count > 0 else { return nil }
+        let element = storage[head]
+        storage[head] = nil
+        head = (head + 1) % storage.count
+        count -= 1
+        return element
+    }
+
+    /// Removes the first element that matches, keeping the order of the others.
+    mutating func removeFirst(where matches: (Element) -> Bool) -> Element? {
+        var kept = RingBuffer()
+        var removed: Element?
+        while let element = popFirst() {
+            if removed == nil && matches(element) {
+                removed = element
+            } else {
+                kept.append(element)
+            }
+        }
+        self = kept
+        return removed
+    }
+
+    /// Removes and returns all elements, oldest first.
+    mutating func removeAll() -> [Element] {
+        var all: [Element] = []
+        all.reserveCapacity(count)
+        while let element = popFirst() { all.append(element) }
+        return all
+    }
+
+    private mutating func grow() {
+        var grown = [Element?](repeating: nil, count: Swift.max(16, storage.count * 2))
+        for index in 0..<count {
+            grown[index] = storage[(head + index) % storage.count]
+        }
+        storage = grown
+        head = 0
+    }
+}
+
+extension RingBuffer: Sendable where Element: Sendable {}

@@ -1,0 +1,54 @@
+/// The channels peers open to an ``L2CAPListener``, in the order they were accepted.
+///
+/// ```swift
+/// for try await channel in listener.channels {
+///     Task { try await serve(channel) }
+/// }
+/// ```
+///
+/// **Buffering:** the listener accepts connections as they come, each as a channel that starts
+/// receiving at once, and stops accepting while 16 accepted channels wait for the consumer; it
+/// accepts again when the consumer has taken them down to 4. Meanwhile the kernel keeps further
+/// connections in the listen backlog, and refuses them once the backlog is full. Nothing is
+/// dropped.
+///
+/// **End:** the stream returns `nil` once the listener is closed and the channels accepted
+/// before were taken; it throws ``BluetoothError`` if accepting fails for another reason.
+///
+/// - Important: Each channel goes to one iterator. Iterate from one task at a time; cancelling
+///   a waiting iteration throws `CancellationError` and loses nothing. A channel that is never
+///   taken from the stream closes when the stream goes away.
+public struct L2CAPChannelStream: AsyncSequence, Sendable {
+    public typealias Element = L2CAPChannel
+    public typealias Failure = any Error
+
+    let buffer: WatermarkBuffer<L2CAPChannel>
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(buffer: buffer)
+    }
+
+    /// The iterator of a channel stream; not `Sendable`.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let buffer: WatermarkBuffer<L2CAPChannel>
+
+        /// The next channel a peer opened, waiting for one.
+        ///
+        /// - Returns: The channel, or `nil` once the listener is closed.
+        /// - Throws: ``BluetoothError`` once, if accepting failed; `CancellationError` when the
+        ///   task is cancelled while waiting.
+        public mutating func next() async throws -> L2CAPChannel? {
+            try await buffer.next(isolation: nil)
+        }
+
+        /// The next channel a peer opened, waiting for one, without leaving the caller's actor.
+        ///
+        /// - Parameter actor: The caller's actor.
+        /// - Returns: The channel, or `nil` once the listener is closed.
+        /// - Throws: ``BluetoothError`` once, if accepting failed; `CancellationError` when the
+        ///   task is cancelled while waiting.
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> L2CAPChannel? {
+            try await buffer.next(isolation: actor)
+        }
+    }
+}

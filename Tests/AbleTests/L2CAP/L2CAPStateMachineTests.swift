@@ -1,0 +1,253 @@
+import CBluetooth
+import Testing
+
+@testable import Able
+
+/// The plain state machines behind the channel, driven synchronously.
+struct L2CAPWatermarkBufferTests {
+    typealias Machine = WatermarkBufferStateMachine<Int, String>
+
+    @Test(
+        "The producer pauses at the high watermark and resumes at the low one",
+        arguments: [(4, 1), (1, 0), (8, 7)]
+    )
+    func watermarks(high: Int, low: Int) {
+        var machine = Machine(watermarks: .init(high: high, low: low))
+        for value in 0..<(high - 1) {
+            guard case .buffered = machine.produce(value) else {
+                Issue.record("paused before the high watermark")
+                return
+            }
+        }
+        guard case .pauseProducer = machine.produce(high - 1) else {
+            Issue.record("not paused at the high watermark")
+            return
+        }
+        #expect(machine.isProducerPaused)
+        guard case .stepAside(pauseProducer: false) = machine.producerStartsFetching() else {
+            Issue.record("a paused producer was let fetch")
+            return
+        }
+        for expected in 0..<(high - low - 1) {
+            guard case .element(expected, resumeProducer: false) = machine.next() else {
+                Issue.record("resumed above the low watermark")
+                return
+            }
+        }
+        guard case .element(high - low - 1, resumeProducer: true) = machine.next() else {
+            Issue.record("not resumed at the low watermark")
+            return
+        }
+        #expect(!machine.isProducerPaused)
+        #expect(machine.bufferedCount == low)
+        #expect(machine.pauseCount == 1)
+    }
+
+    @Test("A waiting consumer gets the next element directly, and an end after the buffer drains")
+    func waiterAndEnd() {
+        var machine = Machine(watermarks: .init(high: 4, low: 1))
+        guard case .wait(let id) = machine.next(), case .suspended = machine.wait(id: id, waiter: "a") else {
+            Issue.record("did not wait on an empty buffer")
+            return
+        }
+        guard case .resume("a", 7) = machine.produce(7) else {
+            Issue.record("the element did not go to the waiter")
+            return
+        }
+        _ = machine.produce(8)
+        guard
+            case .end(nil, nil, resumeProducer: 0) = machine.finish(.failed(BluetoothError(.disconnected, message: "")))
+        else {
+            Issue.record("unexpected finish action")
+            return
+        }
+        guard case .element(8, _) = machine.next() else {
+            Issue.record("a buffered element was lost at the end")
+            return
+        }
+        guard case .end(let error?) = machine.next() else {
+            Issue.record("the error was not delivered")
+            return
+        }
+        #expect((error as? BluetoothError)?.code == .disconnected)
+        guard case .end(nil) = machine.next() else {
+            Issue.record("the error was delivered twice")
+            return
+        }
+        guard case .discard = machine.produce(9) else {
+            Issue.record("an element after the end was kept")
+            return
+        }
+    }
+
+    @Test("Finishing resumes a paused producer so that it can be torn down")
+    func finishResumesProducer() {
+        var machine = Machine(watermarks: .init(high: 1, low: 0))
+        _ = machine.produce(1)
+        #expect(machine.isProducerPaused)
+        guard case .end(nil, nil, resumeProducer: 1) = machine.finish(.finished) else {
+            Issue.record("a paused producer was left paused")
+            return
+        }
+        guard case .element(1, resumeProducer: false) = machine.next() else {
+            Issue.record("the producer was resumed twice")
+            return
+        }
+    }
+
+    @Test("A producer that finds the consumer fetching steps aside once and is resumed after")
+    func consumerFetches() {
+        var machine = Machine(watermarks: .init(high: 4, low: 1))
+        guard case .fetch = machine.next(mayFetch: true) else {
+            Issue.record("the consumer may not fetch into an empty buffer")
+            return
+        }
+        guard case .stepAside(pauseProducer: true) = machine.producerStartsFetching(),
+            case .stepAside(pauseProducer: false) = machine.producerStartsFetching()
+        else {
+            Issue.record("the producer fetched alongside the consumer, or was paused twice")
+            return
+        }
+        let resumeProducer = machine.consumerFetched()
+        #expect(resumeProducer)
+        #expect(!machine.isProducerDeferred)
+        guard case .fetch = machine.producerStartsFetching() else {
+            Issue.record("the producer could not fetch after the consumer")
+            return
+        }
+        guard case .wait = machine.next(mayFetch: true) else {
+            Issue.record("the consumer fetched alongside the producer")
+            return
+        }
+        let resumeAfterOwnFetch = machine.fetchEnded()
+        #expect(!resumeAfterOwnFetch)
+    }
+
+    @Test("Finishing while the producer stands aside resumes it, so that it can be torn down")
+    func finishWhileDeferred() {
+        var machine = Machine(watermarks: .init(high: 4, low: 1))
+        _ = machine.next(mayFetch: true)
+        _ = machine.producerStartsFetching()
+        guard case .end(nil, nil, resumeProducer: 1) = machine.finish(.finished) else {
+            Issue.record("a deferred producer was left paused")
+            return
+        }
+        let resumeAgain = machine.consumerFetched()
+        #expect(!resumeAgain)
+        guard case .end(nil) = machine.next(mayFetch: true) else {
+            Issue.record("the consumer fetched after the end")
+            return
+        }
+    }
+
+    @Test("A cancelled waiter is handed back once, and a second waiter is refused")
+    func cancelAndBusy() {
+        var machine = Machine(watermarks: .init(high: 4, low: 1))
+        guard case .wait(let first) = machine.next(), case .suspended = machine.wait(id: first, waiter: "a") else {
+            Issue.record("did not wait")
+            return
+        }
+        guard case .wait(let second) = machine.next(), case .busy = machine.wait(id: second, waiter: "b") else {
+            Issue.record("a second waiter was accepted")
+            return
+        }
+        let unknown = machine.cancelWait(id: second)
+        let waiting = machine.cancelWait(id: first)
+        let again = machine.cancelWait(id: first)
+        #expect(unknown == nil)
+        #expect(waiting == "a")
+        #expect(again == nil)
+    }
+}
+
+struct L2CAPSendStateMachineTests {
+    typealias Machine = SendStateMachine<String>
+
+    @Test("Sends queue behind a waiting one in order, and the writer runs only while they wait")
+    func queueing() {
+        var machine = Machine()
+        guard case .sendNow = machine.start() else {
+            Issue.record("an idle channel did not send at once")
+            return
+        }
+        guard case .queued(resumeWriter: true) = machine.enqueue(id: 1, packet: [1], waiter: "a", tryFirst: false)
+        else {
+            Issue.record("the writer was not started")
+            return
+        }
+        guard case .wait(let id) = machine.start(),
+            case .queued(resumeWriter: false) = machine.enqueue(id: id, packet: [2], waiter: "b", tryFirst: true)
+        else {
+            Issue.record("a send overtook a waiting one")
+            return
+        }
+        #expect(machine.nextPacket == [1])
+        let first = machine.removeNext()
+        let idleWithOneLeft = machine.writerIdle()
+        #expect(first == "a")
+        #expect(!idleWithOneLeft)
+        #expect(machine.nextPacket == [2])
+        let second = machine.removeNext()
+        let idleWhenEmpty = machine.writerIdle()
+        #expect(second == "b")
+        #expect(idleWhenEmpty)
+        #expect(machine.waitCount == 2)
+    }
+
+    @Test("A cancelled send leaves the queue without disturbing the others")
+    func cancel() {
+        var machine = Machine()
+        for (id, name) in [(1, "a"), (2, "b"), (3, "c")] {
+            _ = machine.enqueue(id: UInt64(id), packet: [UInt8(id)], waiter: name, tryFirst: false)
+        }
+        let cancelled = machine.cancel(id: 2)
+        let cancelledAgain = machine.cancel(id: 2)
+        let first = machine.removeNext()
+        #expect(cancelled == "b")
+        #expect(cancelledAgain == nil)
+        #expect(first == "a")
+        #expect(machine.nextPacket == [3])
+    }
+
+    @Test("A failure fails the waiting sends and every later one")
+    func failure() {
+        var machine = Machine()
+        _ = machine.enqueue(id: 1, packet: [1], waiter: "a", tryFirst: false)
+        let failed = machine.fail(BluetoothError(.disconnected, message: "gone"))
+        #expect(failed == ["a"])
+        guard case .fail(let error) = machine.start(), error.code == .disconnected else {
+            Issue.record("a send after the failure was allowed")
+            return
+        }
+        guard case .fail = machine.enqueue(id: 2, packet: [2], waiter: "b", tryFirst: false) else {
+            Issue.record("a send after the failure was queued")
+            return
+        }
+        _ = machine.fail(BluetoothError(.notConnected, message: "closed"))
+        #expect(machine.failure?.code == .disconnected)
+    }
+}
+
+struct L2CAPSocketAddressTests {
+    @Test("A sockaddr_l2 holds the PSM little-endian, the address reversed and the LE type")
+    func layout() throws {
+        let address = try L2CAPSocketAddress(address: "00:AA:01:02:03:04", type: .random, psm: PSM(rawValue: 0x1081))
+        let bytes = address.withUnsafeBytes { Array($0) }
+        #expect(bytes.count == MemoryLayout<sockaddr_l2>.size)
+        #expect(bytes[0..<2] == [UInt8(ABLE_AF_BLUETOOTH), 0])
+        #expect(bytes[2..<4] == [0x81, 0x10])
+        #expect(bytes[4..<10] == [0x04, 0x03, 0x02, 0x01, 0xAA, 0x00])
+        #expect(bytes[10..<12] == [0, 0])
+        #expect(bytes[12] == UInt8(ABLE_BDADDR_LE_RANDOM))
+        #expect(bytes.withUnsafeBytes { L2CAPSocketAddress(bytes: $0) } == address)
+    }
+
+    @Test("No adapter address binds to BDADDR_ANY")
+    func anyAdapter() throws {
+        let address = try L2CAPSocketAddress(address: nil, type: .public, psm: .automatic)
+        let bytes = address.withUnsafeBytes { Array($0) }
+        #expect(bytes[2..<10].allSatisfy { $0 == 0 })
+        #expect(bytes[12] == UInt8(ABLE_BDADDR_LE_PUBLIC))
+        #expect(bytes.withUnsafeBytes { L2CAPSocketAddress(bytes: $0) }?.address == nil)
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import Synchronization
+
+@testable import Able
+
+/// Socket calls that fail on cue and otherwise call the real ones: queue up faults for `send`
+/// and `receive`, and each call takes the next one.
+final class FaultInjection: Sendable {
+    enum Fault: Sendable, CustomStringConvertible {
+        /// Fail with this errno, doing nothing.
+        case error(CInt)
+        /// Send only the first `n` bytes of the SDU (a real, truncated send) and report `n`.
+        case short(Int)
+
+        var description: String {
+            switch self {
+            case .error(let errno): "\(Errno(errno))"
+            case .short(let count): "short write of \(count) bytes"
+            }
+        }
+    }
+
+    private struct State {
+        var sendFaults: [Fault] = []
+        var receiveFaults: [Fault] = []
+        var sendCalls = 0
+        var receiveCalls = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// Makes the next `send` calls fail, in order.
+    func failSends(_ faults: Fault...) {
+        state.withLock { $0.sendFaults += faults }
+    }
+
+    /// Makes the next `receive` calls fail, in order.
+    func failReceives(_ faults: Fault...) {
+        state.withLock { $0.receiveFaults += faults }
+    }
+
+    /// How many times `send` was called.
+    var sendCalls: Int { state.withLock { $0.sendCalls } }
+
+    /// How many times `receive` was called.
+    var receiveCalls: Int { state.withLock { $0.receiveCalls } }
+
+    /// Faults still queued.
+    var pendingFaults: Int { state.withLock { $0.sendFaults.count + $0.receiveFaults.count } }
+
+    /// The real calls with the faults in front of `send` and `receive`.
+    var operations: SocketOperations {
+        var operations = SocketOperations.system
+        operations.send = { socket, bytes, flags in
+            let fault = self.state.withLock { state -> Fault? in
+                state.sendCalls += 1
+                return state.sendFaults.isEmpty ? nil : state.sendFaults.removeFirst()
+            }
+            switch fault {
+            case nil:
+                return SocketOperations.system.send(socket, bytes, flags)
+            case .error(let errno):
+                return .failure(Errno(errno))
+            case .short(let count):
+                return SocketOperations.system.send(socket, UnsafeRawBufferPointer(rebasing: bytes[..<count]), flags)
+            }
+        }
+        operations.receive = { socket, buffer, flags in
+            let fault = self.state.withLock { state -> Fault? in
+                state.receiveCalls += 1
+                return state.receiveFaults.isEmpty ? nil : state.receiveFaults.removeFirst()
+            }
+            switch fault {
+            case nil, .short:
+                return SocketOperations.system.receive(socket, buffer, flags)
+            case .error(let errno):
+                return .failure(Errno(errno))
+            }
+        }
+        return operations
+    }
+
+    /// A channel with these faults, and an ordinary channel connected to it.
+    func makePair(
+        mtu: Int = 4096,
+        watermarks: L2CAPPacketStream.Watermarks = .default
+    ) throws -> (faulty: L2CAPChannel, peer: L2CAPChannel) {
+        let (first, second) = try L2CAPChannel.makeSocketPair(mtu: mtu)
+        let faulty = try L2CAPChannel.wrapping(
+            socket: first, sendMTU: mtu, receiveMTU: mtu, watermarks: watermarks, operations: operations)
+        let peer = try L2CAPChannel.wrapping(socket: second, sendMTU: mtu, receiveMTU: mtu, watermarks: watermarks)
+        return (faulty, peer)
+    }
+}
