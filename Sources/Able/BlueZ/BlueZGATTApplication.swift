@@ -261,17 +261,6 @@ final class BlueZGATTApplication: GATTServerBackend {
     }
 }
 
-/// A value shared between handlers.
-final class LockedValue<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-    init(_ value: Value) { mutex = Mutex(value) }
-    var value: Value {
-        get { mutex.withLock { $0 } }
-        set { mutex.withLock { $0 = newValue } }
-    }
-    func withLock<T>(_ body: (inout Value) -> T) -> T { mutex.withLock { body(&$0) } }
-}
-
 /// One indication waiting for BlueZ's `Confirm`: confirmed at most once, and its waiting task
 /// can be cancelled.
 final class ConfirmationWaiter: Sendable {

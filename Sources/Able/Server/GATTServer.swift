@@ -25,7 +25,8 @@ public actor GATTServer {
     let core: GATTServerCore
     let backend: any GATTServerBackend
     private var state = State.open
-    private let subscriptions = SubscriptionTable()
+    /// Which characteristics have subscribers, as the backend reports it.
+    private let subscriptions = LockedValue<[AttributeID: Bool]>([:])
     private var eventTask: Task<Void, Never>?
     private var eventContinuation: AsyncStream<Event>.Continuation?
 
@@ -206,10 +207,4 @@ extension Adapter {
             throw error
         }
     }
-}
-
-/// Which characteristics have subscribers, as the backend reports it.
-final class SubscriptionTable: Sendable {
-    private let table = Mutex<[AttributeID: Bool]>([:])
-    func withLock<T>(_ body: (inout [AttributeID: Bool]) -> T) -> T { table.withLock { body(&$0) } }
 }
