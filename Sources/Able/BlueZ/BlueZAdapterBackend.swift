@@ -139,3 +139,14 @@ extension BlueZAdapterBackend {
     /// Device properties whose change means a new advertising report arrived.
     static let reportProperties: Set<String> = ["RSSI", "ManufacturerData", "ServiceData", "TxPower"]
 }
+
+extension BlueZAdapterBackend {
+    func listenL2CAP(psm: PSM, _ options: L2CAPOptions) async throws -> L2CAPListener {
+        guard let address = currentState.address else {
+            throw BluetoothError(.notReady, message: "\(name) is gone: BlueZ no longer lists it")
+        }
+        return try L2CAPListener(
+            psm: psm, adapterAddress: address, security: options.security, receiveMTU: options.receiveMTU,
+            watermarks: options.watermarks)
+    }
+}

@@ -233,3 +233,20 @@ func withDeadline<T: Sendable>(
         return value
     }
 }
+
+extension BlueZPeripheralBackend {
+    func openL2CAPChannel(psm: PSM, _ options: L2CAPOptions, timeout: Duration) async throws -> L2CAPChannel {
+        guard let properties else {
+            throw BluetoothError(.doesNotExist, message: "BlueZ does not know \(address): scan for it first")
+        }
+        let type = BluetoothAddress.AddressType(
+            rawValue: (try? properties.decode("AddressType", as: String.self)) ?? "public")
+        let adapterAddress = path.parent.flatMap { adapter in
+            (try? system.tree.properties(of: BlueZAdapterBackend.interface, at: adapter)?.decode(
+                "Address", as: String.self)).flatMap { BluetoothAddress($0) }
+        }
+        return try await L2CAPChannel.connect(
+            to: address, type: type, psm: psm, from: adapterAddress, security: options.security,
+            receiveMTU: options.receiveMTU, watermarks: options.watermarks, timeout: timeout)
+    }
+}

@@ -9,6 +9,8 @@ package protocol AdapterBackend: Sendable {
     func peripheral(address: BluetoothAddress) -> any PeripheralBackend
     func gattServerBackend() async throws -> any GATTServerBackend
     func startAdvertising(_ advertisement: Advertisement) async throws -> AdvertisingSet
+    /// Listens for L2CAP LE credit-based channels on this adapter.
+    func listenL2CAP(psm: PSM, _ options: L2CAPOptions) async throws -> L2CAPListener
 }
 
 /// A change of one writable adapter property.

@@ -17,4 +17,6 @@ package protocol PeripheralBackend: Sendable {
     /// per characteristic) and returns once values can flow.
     func subscribe(to characteristic: GATTCharacteristic, into continuation: NotificationStream.Continuation)
         async throws
+    /// Opens an L2CAP LE credit-based channel to `psm` on the peripheral.
+    func openL2CAPChannel(psm: PSM, _ options: L2CAPOptions, timeout: Duration) async throws -> L2CAPChannel
 }

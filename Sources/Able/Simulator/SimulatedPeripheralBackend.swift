@@ -276,3 +276,9 @@ extension SimulatedRadio {
         if let (continuation, discovery) = delivery { continuation.yield(discovery) }
     }
 }
+
+extension SimulatedPeripheralBackend {
+    func openL2CAPChannel(psm: PSM, _ options: L2CAPOptions, timeout: Duration) async throws -> L2CAPChannel {
+        throw BluetoothError(.notSupported, message: "the simulated radio has no L2CAP channels yet")
+    }
+}
