@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "Able", targets: ["Able"]),
         .library(name: "AbleDBus", targets: ["AbleDBus"]),
+        .executable(name: "able", targets: ["able"]),
     ],
     targets: [
         .systemLibrary(
@@ -20,6 +21,8 @@ let package = Package(
         ),
         .target(name: "AbleDBus", dependencies: ["CDBus"]),
         .target(name: "Able", dependencies: ["AbleDBus", "CBluetooth"]),
+        .target(name: "AbleCommand", dependencies: ["Able"]),
+        .executableTarget(name: "able", dependencies: ["AbleCommand"]),
         .executableTarget(
             name: "AbleBenchmarks",
             dependencies: ["Able", "AbleDBus"],
@@ -28,6 +31,7 @@ let package = Package(
         .target(name: "AbleTestSupport", dependencies: ["AbleDBus"], path: "Tests/Support"),
         .testTarget(name: "AbleDBusTests", dependencies: ["AbleDBus", "AbleTestSupport"]),
         .testTarget(name: "AbleTests", dependencies: ["Able", "AbleDBus", "AbleTestSupport"]),
+        .testTarget(name: "AbleCommandTests", dependencies: ["AbleCommand", "Able"]),
         .testTarget(name: "RealBlueZTests", dependencies: ["Able", "AbleDBus"]),
     ],
     swiftLanguageModes: [.v6]

@@ -134,6 +134,8 @@ public actor Adapter {
     /// Connects to a peripheral, runs `body`, and disconnects, whatever `body` does.
     ///
     /// - Throws: What connecting or `body` throws.
+    /// - Important: The peripheral is disconnected even when the task is cancelled (BlueZ would
+    ///   otherwise keep the link).
     public func withConnection<T: Sendable>(
         to discovery: Discovery, timeout: Duration = .seconds(30), _ body: (Peripheral) async throws -> T
     ) async throws -> T {
@@ -141,10 +143,10 @@ public actor Adapter {
         try await peripheral.connect(timeout: timeout)
         do {
             let result = try await body(peripheral)
-            try? await peripheral.disconnect()
+            await peripheral.disconnectEvenIfCancelled()
             return result
         } catch {
-            try? await peripheral.disconnect()
+            await peripheral.disconnectEvenIfCancelled()
             throw error
         }
     }

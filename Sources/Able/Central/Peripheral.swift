@@ -65,6 +65,12 @@ public actor Peripheral {
         try await backend.disconnect()
     }
 
+    /// Disconnects outside the current task, so that a cancelled task still ends the link.
+    package nonisolated func disconnectEvenIfCancelled() async {
+        let backend = self.backend
+        await Task.detached { try? await backend.disconnect() }.value
+    }
+
     /// Whether the peripheral is paired (bonded or not).
     public var isPaired: Bool { backend.isPaired }
 

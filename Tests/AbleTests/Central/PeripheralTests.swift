@@ -178,6 +178,24 @@ struct PeripheralTests {
         }
     }
 
+    @Test func cancellingATaskInsideWithConnectionStillDisconnectsAndUnsubscribes() async throws {
+        try await withDevice { fake, device, adapter, _ in
+            let scan = try await adapter.scan(ScanFilter(serviceUUIDs: [SeedService.a.uuid]))
+            fake.report(Self.address, rssi: -45)
+            let discovery = try await scan.first(timeout: .seconds(3))
+            let task = Task {
+                try await adapter.withConnection(to: discovery, timeout: .seconds(3)) { peripheral in
+                    for try await _ in try await peripheral.notifications(of: SeedCharacteristic.b2) {}
+                }
+            }
+            try await waitUntil { device.calls.value.contains { $0.hasPrefix("StartNotify") } }
+            task.cancel()
+            _ = await task.result
+            try await waitUntil { device.calls.value.contains { $0.hasPrefix("StopNotify") } }
+            try await waitUntil { device.calls.value.last == "Disconnect" }
+        }
+    }
+
     @Test func theSeedScenarioReadsAcrossServicesAndTakesExactlyTheAnnouncedNotifications() async throws {
         try await withDevice { fake, device, adapter, _ in
             // The device advertises both services; the scan finds it.

@@ -1,0 +1,167 @@
+import Able
+
+/// A command line that does not fit its command's usage: the message says what is wrong, and
+/// ``AbleCommand`` prints it with the usage and exits with status 64 (`EX_USAGE`).
+struct UsageError: Error, Equatable {
+    var message: String
+    init(_ message: String) { self.message = message }
+}
+
+/// What a command accepts: its options, with or without a value, and its positional arguments.
+struct CommandSpec: Sendable {
+    struct Option: Sendable {
+        var name: String
+        var value: String?
+        var help: String
+        var repeatable = false
+    }
+
+    var name: String
+    var summary: String
+    /// The positional arguments as the usage line shows them, such as `ADDRESS CHARACTERISTIC`.
+    var positionals: [String]
+    /// How many of `positionals` may be left out at the end.
+    var optionalPositionals = 0
+    var options: [Option]
+    var details: String = ""
+
+    static let json = Option(name: "json", help: "print JSON Lines, one object per event")
+    static let adapter = Option(name: "adapter", value: "NAME", help: "the adapter to use (default: the first, hci0)")
+    static func timeout(_ seconds: Int, _ what: String) -> Option {
+        Option(name: "timeout", value: "SECONDS", help: "how long \(what) may take (default \(seconds))")
+    }
+
+    var usage: String {
+        var lines = ["Usage: able \(name)\(options.isEmpty ? "" : " [options]")\(positionalUsage)", "", summary]
+        if !details.isEmpty { lines += ["", details] }
+        if !options.isEmpty {
+            lines += ["", "Options:"]
+            for option in options {
+                let left = "  --\(option.name)\(option.value.map { " \($0)" } ?? "")"
+                lines.append(left.padding(to: 26) + option.help)
+            }
+            lines.append("  -h, --help".padding(to: 26) + "show this help")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private var positionalUsage: String {
+        positionals.enumerated().map { index, name in
+            index >= positionals.count - optionalPositionals ? " [\(name)]" : " \(name)"
+        }.joined()
+    }
+
+    /// Splits `arguments` into options and positionals, checking them against this spec.
+    func parse(_ arguments: some Sequence<String>) throws(UsageError) -> ParsedArguments {
+        var parsed = ParsedArguments()
+        var iterator = arguments.makeIterator()
+        var onlyPositionals = false
+        while let argument = iterator.next() {
+            if onlyPositionals || !argument.hasPrefix("-") || argument == "-" || Int(argument) != nil {
+                parsed.positionals.append(argument)
+                continue
+            }
+            if argument == "--" {
+                onlyPositionals = true
+                continue
+            }
+            if argument == "-h" || argument == "--help" {
+                parsed.wantsHelp = true
+                continue
+            }
+            guard argument.hasPrefix("--") else { throw UsageError("unknown option \(argument)") }
+            var name = String(argument.dropFirst(2))
+            var inlineValue: String?
+            if let equals = name.firstIndex(of: "=") {
+                inlineValue = String(name[name.index(after: equals)...])
+                name = String(name[..<equals])
+            }
+            guard let option = options.first(where: { $0.name == name }) else {
+                throw UsageError("unknown option --\(name)")
+            }
+            if let valueName = option.value {
+                guard let value = inlineValue ?? iterator.next() else {
+                    throw UsageError("--\(name) needs a value (\(valueName))")
+                }
+                guard option.repeatable || parsed.values[name] == nil else {
+                    throw UsageError("--\(name) is given twice")
+                }
+                parsed.values[name, default: []].append(value)
+            } else {
+                guard inlineValue == nil else { throw UsageError("--\(name) takes no value") }
+                parsed.flags.insert(name)
+            }
+        }
+        guard !parsed.wantsHelp else { return parsed }
+        let required = positionals.count - optionalPositionals
+        if parsed.positionals.count < required {
+            throw UsageError("missing \(positionals[parsed.positionals.count])")
+        }
+        if parsed.positionals.count > positionals.count {
+            throw UsageError("unexpected argument '\(parsed.positionals[positionals.count])'")
+        }
+        return parsed
+    }
+}
+
+/// A command line split by ``CommandSpec/parse(_:)``, with typed accessors that throw a
+/// ``UsageError`` naming the argument that does not parse.
+struct ParsedArguments {
+    var positionals: [String] = []
+    var values: [String: [String]] = [:]
+    var flags: Set<String> = []
+    var wantsHelp = false
+
+    func flag(_ name: String) -> Bool { flags.contains(name) }
+
+    func string(_ name: String) -> String? { values[name]?.last }
+
+    func strings(_ name: String) -> [String] { values[name] ?? [] }
+
+    func positional(_ index: Int) -> String? { index < positionals.count ? positionals[index] : nil }
+
+    func int(_ name: String, in range: ClosedRange<Int>) throws(UsageError) -> Int? {
+        guard let text = string(name) else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            throw UsageError(
+                "--\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound), not '\(text)'")
+        }
+        return value
+    }
+
+    func seconds(_ name: String, default fallback: Duration) throws(UsageError) -> Duration {
+        guard let text = string(name) else { return fallback }
+        guard let value = Double(text), value > 0, value <= 86_400 else {
+            throw UsageError("--\(name) must be a number of seconds above 0, not '\(text)'")
+        }
+        return .milliseconds(Int64(value * 1000))
+    }
+
+    func uuid(_ text: String, _ what: String) throws(UsageError) -> BluetoothUUID {
+        guard let uuid = BluetoothUUID(text) else {
+            throw UsageError("\(what) '\(text)' is not a UUID (use 180F, 0000180f-0000-1000-8000-00805f9b34fb, …)")
+        }
+        return uuid
+    }
+
+    func address(_ text: String) throws(UsageError) -> BluetoothAddress {
+        guard let address = BluetoothAddress(text) else {
+            throw UsageError("'\(text)' is not a Bluetooth address (use AA:BB:CC:DD:EE:FF)")
+        }
+        return address
+    }
+
+    func psm(_ text: String) throws(UsageError) -> PSM {
+        let value = text.lowercased().hasPrefix("0x") ? UInt16(text.dropFirst(2), radix: 16) : UInt16(text)
+        guard let value, value == 0 || PSM.fixedRange.contains(value) || PSM.dynamicRange.contains(value) else {
+            throw UsageError("'\(text)' is not an LE PSM (1–255, 0x80–0xFF for dynamic ones, 0 for automatic)")
+        }
+        return PSM(rawValue: value)
+    }
+}
+
+extension String {
+    func padding(to width: Int) -> String {
+        count >= width ? self + "  " : self + String(repeating: " ", count: width - count)
+    }
+}

@@ -1,0 +1,186 @@
+import Able
+import Synchronization
+
+/// One of `able`'s subcommands: its spec, how it reads its arguments and what it does.
+protocol Command: Sendable {
+    static var spec: CommandSpec { get }
+    /// Reads the parsed arguments; throws a ``UsageError`` for a value that does not parse.
+    init(_ arguments: ParsedArguments) throws(UsageError)
+    /// Does the work, printing through `context.console`. Cancellation (Ctrl-C) must stop it
+    /// cleanly: scans stopped, subscriptions and connections closed.
+    func run(in context: CommandContext) async throws
+}
+
+/// What commands work with: where their output goes and how they get adapters.
+struct CommandContext: Sendable {
+    var console: Console
+    /// Opens the adapter named by `--adapter`, or the default one for `nil`.
+    var adapter: @Sendable (String?) async throws -> Adapter
+    /// Two adapters on a new simulated radio, for `able demo`, and the radio's leak report.
+    var simulatedPair: @Sendable () -> SimulatedPair
+
+    /// The real system: BlueZ on the system bus.
+    static func system(console: Console) -> CommandContext {
+        CommandContext(
+            console: console,
+            adapter: { name in
+                if let name { try await Adapter.named(name) } else { try await Adapter.default() }
+            },
+            simulatedPair: SimulatedPair.make)
+    }
+}
+
+/// A server and a central adapter on one simulated radio.
+struct SimulatedPair: Sendable {
+    var server: Adapter
+    var central: Adapter
+    /// What is still open on the radio (``SimulatedRadio/openResources``).
+    var openResources: @Sendable () -> [String]
+
+    static func make() -> SimulatedPair {
+        let radio = SimulatedRadio()
+        return SimulatedPair(
+            server: radio.makeAdapter(name: "sim-server"), central: radio.makeAdapter(name: "sim-central"),
+            openResources: { radio.openResources })
+    }
+}
+
+/// Runs `operation` for at most `limit`: its result, or `nil` when the time ran out first (the
+/// operation is cancelled then).
+func withTimeLimit<T: Sendable>(
+    _ limit: Duration, _ operation: @escaping @Sendable () async throws -> T
+) async throws -> T? {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await operation() }
+        group.addTask {
+            try await Task.sleep(for: limit)
+            return nil
+        }
+        defer { group.cancelAll() }
+        return try await group.next() ?? nil
+    }
+}
+
+/// Runs `operation`, throwing ``BluetoothError/Code/timeout`` when it takes longer than
+/// `timeout`; the operation is cancelled then.
+func withTimeout<T: Sendable>(
+    _ timeout: Duration, _ what: String, _ operation: @escaping @Sendable () async throws -> T
+) async throws -> T {
+    guard let value = try await withTimeLimit(timeout, operation) else {
+        try Task.checkCancellation()
+        throw BluetoothError(.timeout, message: "\(what) took longer than \(timeout.seconds) s")
+    }
+    return value
+}
+
+/// Connects to the peripheral at `address` (scanning for it first when the adapter has not seen
+/// it), runs `body`, and disconnects, whatever `body` does.
+func withConnection<T: Sendable>(
+    to address: BluetoothAddress, on adapter: Adapter, timeout: Duration, console: Console,
+    _ body: @Sendable (Peripheral) async throws -> T
+) async throws -> T {
+    var peripheral = adapter.peripheral(address: address)
+    console.progress("connecting to \(address) on \(adapter.name)…")
+    do {
+        try await peripheral.connect(timeout: timeout)
+    } catch let error as BluetoothError where error.code == .doesNotExist {
+        console.progress("scanning for \(address)…")
+        let scan = try await adapter.scan()
+        let found = try await withTimeout(timeout, "finding \(address)") {
+            for try await discovery in scan where discovery.address == address { return discovery }
+            throw CancellationError()
+        }
+        peripheral = adapter.peripheral(for: found)
+        try await peripheral.connect(timeout: timeout)
+    }
+    do {
+        let result = try await body(peripheral)
+        await peripheral.disconnectEvenIfCancelled()
+        return result
+    } catch {
+        await peripheral.disconnectEvenIfCancelled()
+        throw error
+    }
+}
+
+/// Finds the characteristic `uuid` among the peripheral's services (in `service` when given).
+func characteristic(
+    _ uuid: BluetoothUUID, service: BluetoothUUID?, of peripheral: Peripheral
+) async throws -> CharacteristicID {
+    let matches = try await peripheral.services()
+        .filter { service == nil || $0.uuid == service }
+        .flatMap(\.characteristics)
+        .filter { $0.uuid == uuid }
+    guard let first = matches.first else {
+        throw BluetoothError(
+            .doesNotExist,
+            message: "\(peripheral.address) has no characteristic \(uuid)\(service.map { " in service \($0)" } ?? "")")
+    }
+    guard matches.count == 1 else {
+        throw BluetoothError(
+            .invalidArguments,
+            message:
+                "\(uuid) is in \(matches.count) services (\(matches.map { "\($0.serviceUUID)" }.joined(separator: ", "))): name one with --service"
+        )
+    }
+    return CharacteristicID(first.uuid, service: first.serviceUUID)
+}
+
+extension Duration {
+    /// The duration in seconds, as a floating-point number.
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// The bytes as lowercase hex, two digits each, no separators.
+    var hex: String {
+        map { byte in
+            let digits = String(byte, radix: 16)
+            return byte < 0x10 ? "0" + digits : digits
+        }.joined()
+    }
+
+    /// The bytes as text when they are printable UTF-8, else `nil`.
+    var printableText: String? {
+        guard !isEmpty, let text = String(validating: self, as: UTF8.self),
+            text.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F })
+        else { return nil }
+        return text
+    }
+
+    /// Parses hex such as `0a1b`, `0A:1B` or `0a 1b`.
+    init?(hex text: String) {
+        let digits = text.filter { $0 != ":" && $0 != " " && $0 != "-" }
+        guard digits.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        var index = digits.startIndex
+        while index < digits.endIndex {
+            let next = digits.index(index, offsetBy: 2)
+            guard let byte = UInt8(digits[index..<next], radix: 16) else { return nil }
+            bytes.append(byte)
+            index = next
+        }
+        self = bytes
+    }
+}
+
+extension JSON {
+    /// A value as `{"hex": …, "text": …}`, the text only when the bytes are printable UTF-8.
+    static func bytes(_ value: [UInt8]) -> JSON {
+        .object([("hex", .string(value.hex)), ("text", .optional(value.printableText) { .string($0) })])
+    }
+}
+
+/// A count shared between a task and the code that waits for it.
+final class Counter: Sendable {
+    private let storage = Atomic<Int>(0)
+
+    var value: Int { storage.load(ordering: .relaxed) }
+
+    /// Adds one and returns the new count.
+    @discardableResult
+    func increment() -> Int { storage.add(1, ordering: .relaxed).newValue }
+}

@@ -1,0 +1,117 @@
+import Able
+
+/// `able serve`: a small example GATT server, advertised until Ctrl-C or `--duration`.
+///
+/// It serves the Battery Service (a level that falls by one each interval and is notified to
+/// subscribers) and a message characteristic that centrals read and write, and prints what
+/// centrals do.
+struct ServeCommand: Command {
+    static let messageService: BluetoothUUID = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
+    static let messageCharacteristic: BluetoothUUID = "6E400002-B5A3-F393-E0A9-E50E24DCCA9E"
+
+    static let spec = CommandSpec(
+        name: "serve", summary: "serve an example GATT server and advertise it", positionals: [],
+        options: [
+            CommandSpec.adapter,
+            .init(name: "name", value: "NAME", help: "the advertised local name (default able)"),
+            .init(name: "interval", value: "SECONDS", help: "how often the battery level falls (default 1)"),
+            .init(name: "duration", value: "SECONDS", help: "stop after this long (default: until Ctrl-C)"),
+            CommandSpec.json,
+        ],
+        details: """
+            Services: Battery (180F: level 2A19, read and notify) and a message service
+            (\(messageService): \(messageCharacteristic), read and write, initially "hello").
+            """)
+
+    var adapter: String?
+    var name: String
+    var interval: Duration
+    var duration: Duration?
+
+    init(_ arguments: ParsedArguments) throws(UsageError) {
+        adapter = arguments.string("adapter")
+        name = arguments.string("name") ?? "able"
+        guard name.utf8.count <= 20 else { throw UsageError("--name must fit an advertisement: 20 bytes at most") }
+        interval = try arguments.seconds("interval", default: .seconds(1))
+        duration = arguments.string("duration") == nil ? nil : try arguments.seconds("duration", default: .zero)
+    }
+
+    func run(in context: CommandContext) async throws {
+        let console = context.console
+        let adapter = try await context.adapter(self.adapter)
+        let server = try await GATTServer.start(on: adapter, definition: Self.definition(console: console))
+        let advertising: AdvertisingSet
+        do {
+            advertising = try await adapter.startAdvertising(
+                Advertisement(localName: name, serviceUUIDs: [.batteryService]))
+        } catch {
+            await server.close()
+            throw error
+        }
+        console.result(
+            "serving on \(adapter.name) as \"\(name)\"" + (duration == nil ? " (Ctrl-C to stop)" : ""),
+            json: .object([("event", "serving"), ("adapter", .string(adapter.name)), ("name", .string(name))]))
+        let interval = self.interval
+        _ = try? await withTimeLimit(duration ?? .seconds(86_400 * 365)) {
+            var level: UInt8 = 100
+            while true {
+                try await Task.sleep(for: interval)
+                level = level > 1 ? level - 1 : 100
+                try? await server.setValue([level], of: .batteryLevel)
+                if await server.isSubscribed(.batteryLevel) {
+                    try? await server.notify(.batteryLevel, value: [level])
+                }
+            }
+        }
+        await advertising.stop()
+        await server.close()
+        console.result("stopped", json: .object([("event", "stopped")]))
+    }
+
+    static func definition(console: Console) -> GATTServerDefinition {
+        GATTServerDefinition {
+            Service(.batteryService) {
+                Characteristic(.batteryLevel, properties: [.read, .notify], value: [100])
+            }
+            Service(messageService) {
+                Characteristic(messageCharacteristic, properties: [.read, .write], value: Array("hello".utf8))
+            }
+            AutoManageDevices()
+            OnAnyRead { request in
+                console.result(
+                    "read \(request.uuid) by \(request.central.map { "\($0.address)" } ?? "a central")",
+                    json: .object([
+                        ("event", "read"), ("characteristic", .string("\(request.uuid)")),
+                        ("central", .optional(request.central) { .string("\($0.address)") }),
+                    ]))
+                return request.storedValue
+            }
+            OnAnyWrite { request in
+                console.result(
+                    "write \(request.uuid) = \(request.value.hex)\(request.value.printableText.map { " \"\($0)\"" } ?? "")",
+                    json: .object([
+                        ("event", "write"), ("characteristic", .string("\(request.uuid)")),
+                        ("value", .bytes(request.value)),
+                        ("central", .optional(request.central) { .string("\($0.address)") }),
+                    ]))
+                return .store
+            }
+            OnConnectionStateChange { _, central, isConnected in
+                console.result(
+                    "\(central.address) \(isConnected ? "connected" : "disconnected")",
+                    json: .object([
+                        ("event", isConnected ? "connected" : "disconnected"),
+                        ("central", .string("\(central.address)")),
+                    ]))
+            }
+            OnSubscriptionChange { _, central, uuid, isSubscribed in
+                console.result(
+                    "\(uuid) \(isSubscribed ? "subscribed" : "unsubscribed")",
+                    json: .object([
+                        ("event", isSubscribed ? "subscribed" : "unsubscribed"), ("characteristic", .string("\(uuid)")),
+                        ("central", .optional(central) { .string("\($0.address)") }),
+                    ]))
+            }
+        }
+    }
+}
