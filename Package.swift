@@ -31,7 +31,7 @@ let package = Package(
         .target(name: "AbleTestSupport", dependencies: ["AbleDBus"], path: "Tests/Support"),
         .testTarget(name: "AbleDBusTests", dependencies: ["AbleDBus", "AbleTestSupport"]),
         .testTarget(name: "AbleTests", dependencies: ["Able", "AbleDBus", "AbleTestSupport"]),
-        .testTarget(name: "AbleCommandTests", dependencies: ["AbleCommand", "Able"]),
+        .testTarget(name: "AbleCommandTests", dependencies: ["AbleCommand", "Able", "AbleTestSupport"]),
         .testTarget(name: "RealBlueZTests", dependencies: ["Able", "AbleDBus"]),
     ],
     swiftLanguageModes: [.v6]

@@ -3,7 +3,8 @@
 // notifications of B2 as B1's first byte says. Timeouts everywhere; nothing left subscribed.
 //
 // Run against real BlueZ: `swift run ReadAcrossServices [adapter]` with a peripheral serving
-// these UUIDs in range (the real-BlueZ tests start one on hci1 and run this against it).
+// these UUIDs in range (the real-BlueZ tests start one on hci1 and run this against it), or
+// `swift run ReadAcrossServices --simulated` against a simulated one.
 import Able
 
 enum BLEService: String, ServiceIdentifier {
@@ -25,7 +26,31 @@ enum BLECharacteristic: String, CharacteristicIdentifier {
 }
 
 let arguments = CommandLine.arguments.dropFirst()
-let adapter = if let name = arguments.first { try await Adapter.named(name) } else { try await Adapter.default() }
+let adapter: Adapter
+var simulatedPeripheral: (server: GATTServer, advertising: AdvertisingSet)?
+if arguments.first == "--simulated" {
+    // The peripheral, an Able GATT server on a simulated radio: B1 says 3, and B2 notifies as
+    // soon as a central subscribes.
+    let radio = SimulatedRadio()
+    let peripheralAdapter = radio.makeAdapter(name: "peripheral")
+    let server = try await GATTServer.start(on: peripheralAdapter) {
+        Service(BLEService.serviceA) { Characteristic(BLECharacteristic.charA1, properties: .read, value: [0xA1]) }
+        Service(BLEService.serviceB) {
+            Characteristic(BLECharacteristic.charB1, properties: .read, value: [3])
+            Characteristic(BLECharacteristic.charB2, properties: .notify)
+        }
+        OnSubscriptionChange { server, _, _, isSubscribed in
+            guard isSubscribed else { return }
+            for value: UInt8 in 1...5 { try? await server.notify(BLECharacteristic.charB2, value: [value]) }
+        }
+    }
+    let advertising = try await peripheralAdapter.startAdvertising(
+        Advertisement(localName: "seed", serviceUUIDs: [BLEService.serviceB.uuid]))
+    simulatedPeripheral = (server, advertising)
+    adapter = radio.makeAdapter(name: "central")
+} else {
+    adapter = if let name = arguments.first { try await Adapter.named(name) } else { try await Adapter.default() }
+}
 guard await adapter.state.isPowered else { fatalError("\(adapter.name) is powered off") }
 
 // (3 s to find it, as in the original; BlueZ's emulated controllers may need longer.)
@@ -43,4 +68,8 @@ try await adapter.withConnection(to: device, timeout: Duration.seconds(10)) { pe
         print("B2 notified \(value)")
     }
     print("took \(count) notifications; the subscription ended with the loop")
+}
+if let simulatedPeripheral {
+    await simulatedPeripheral.advertising.stop()
+    await simulatedPeripheral.server.close()
 }

@@ -81,7 +81,7 @@ struct DemoCommand: Command {
         transcript: Transcript
     ) async throws {
         let listener = try await serverAdapter.listenL2CAP()
-        transcript.say("server", "L2CAP listening on PSM \(listener.psm)")
+        transcript.say("server", "L2CAP listening on \(listener.psm)")
         let echoes = Task { try await echo(listener.channels, transcript: transcript) }
         defer { echoes.cancel() }
         let server = try await GATTServer.start(
@@ -91,7 +91,7 @@ struct DemoCommand: Command {
             // Scan before advertising: emulated controllers report an advertisement only once.
             let scan = try await centralAdapter.scan(ScanFilter(serviceUUIDs: [serviceA]))
             advertising = try await serverAdapter.startAdvertising(
-                Advertisement(localName: "able-demo", serviceUUIDs: [serviceA]))
+                Advertisement(localName: "able", serviceUUIDs: [serviceA]))
             transcript.say("server", "advertising service A")
             let device = try await scan.first(timeout: timeout)
             transcript.say("central", "found \(device)")
@@ -118,7 +118,7 @@ struct DemoCommand: Command {
         guard let psm = PSM(bytes: psmBytes) else {
             throw BluetoothError(.failed, message: "the PSM characteristic held \(psmBytes.hex), not a PSM")
         }
-        transcript.say("central", "service A: read PSM \(psm)")
+        transcript.say("central", "service A: read \(psm)")
         let description = try await peripheral.read(
             DescriptorID(psmDescriptor, characteristic: CharacteristicID(psmCharacteristic, service: serviceA)))
         transcript.say(

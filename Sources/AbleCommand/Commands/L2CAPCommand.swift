@@ -70,7 +70,7 @@ struct L2CAPCommand: Command {
     private func listen(on adapter: Adapter, psm: PSM, channels limit: Int?, console: Console) async throws {
         let listener = try await adapter.listenL2CAP(psm: psm)
         console.result(
-            "listening on \(adapter.name) PSM \(listener.psm)" + (limit == nil ? " (Ctrl-C to stop)" : ""),
+            "listening on \(adapter.name) \(listener.psm)" + (limit == nil ? " (Ctrl-C to stop)" : ""),
             json: .object([("event", "listening"), ("psm", .int(Int(listener.psm.rawValue)))]))
         do {
             try await withThrowingDiscardingTaskGroup { group in
@@ -119,7 +119,7 @@ struct L2CAPCommand: Command {
     ) async throws {
         let channel = try await peripheral.openL2CAPChannel(psm: psm, timeout: timeout)
         console.result(
-            "channel open to \(peripheral.address) PSM \(psm) (send MTU \(channel.sendMTU))",
+            "channel open to \(peripheral.address) \(psm) (send MTU \(channel.sendMTU))",
             json: .object([("event", "open"), ("psm", .int(Int(psm.rawValue))), ("sendMTU", .int(channel.sendMTU))]))
         do {
             var packets = channel.packets.makeAsyncIterator()

@@ -1,0 +1,100 @@
+import AbleTestSupport
+import Foundation
+import Testing
+
+/// The built programs, run as a user runs them: the `able` binary, and every snippet in
+/// `Snippets/` on the simulated radio (or a private bus), so that none can rot.
+@Suite("The built programs", .timeLimit(.minutes(1)))
+struct ProgramTests {
+    /// Runs the built program `name` with `arguments` and returns its status, standard output
+    /// and standard error.
+    func run(_ name: String, _ arguments: [String]) throws -> (status: Int32, out: String, error: String) {
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let binary = directory.appendingPathComponent(name)
+        try #require(
+            FileManager.default.isExecutableFile(atPath: binary.path),
+            "\(binary.path) is missing: `swift build` builds it (`--product AblePackageTests` does not)")
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        let out = Pipe()
+        let error = Pipe()
+        process.standardOutput = out
+        process.standardError = error
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Read before waiting: a full pipe would block the program.
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        let errorData = error.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (
+            process.terminationStatus, String(decoding: outData, as: UTF8.self),
+            String(decoding: errorData, as: UTF8.self)
+        )
+    }
+
+    @Test("able with a bad command line exits 64 with the reason and the usage, no stack trace")
+    func badCommandLine() throws {
+        let result = try run("able", ["read", "not-an-address", "2a19"])
+        #expect(result.status == 64)
+        #expect(result.out.isEmpty)
+        #expect(result.error.hasPrefix("able read: 'not-an-address' is not a Bluetooth address"))
+        #expect(result.error.contains("Usage: able read [options] ADDRESS CHARACTERISTIC"))
+        #expect(!result.error.contains("Fatal error"))
+    }
+
+    @Test("able demo runs the seed scenario on the simulated radio")
+    func demo() throws {
+        let result = try run("able", ["demo"])
+        #expect(result.status == 0, "\(result.out)\n\(result.error)")
+        let lines = result.out.split(separator: "\n")
+        #expect(lines.contains { $0.hasSuffix("central: took 3; unsubscribed") }, "\(result.out)")
+        #expect(lines.filter { $0.hasSuffix("bytes, got them echoed") }.count == 3, "\(result.out)")
+        #expect(lines.last?.hasSuffix("demo: done") == true, "\(result.out)")
+    }
+
+    @Test("Snippets/Scan.swift finds the simulated battery device and not the lamp")
+    func scanSnippet() throws {
+        let result = try run("Scan", ["--simulated"])
+        #expect(result.status == 0, "\(result.error)")
+        #expect(result.out.hasPrefix("found 00:5A:00:00:00:01 Sensor at -50 dBm\n"), "\(result.out)")
+    }
+
+    @Test("Snippets/Notifications.swift takes exactly five measurements")
+    func notificationsSnippet() throws {
+        let result = try run("Notifications", ["--simulated"])
+        #expect(result.status == 0, "\(result.error)")
+        let rates = result.out.split(separator: "\n").filter { $0.hasPrefix("heart rate: ") }
+        #expect(rates == (60..<65).map { "heart rate: \($0) bpm" }, "\(result.out)")
+        #expect(result.out.hasSuffix("took 5 measurements; unsubscribed and disconnected\n"))
+    }
+
+    @Test("Snippets/ReadAcrossServices.swift reads across services and takes B1's count of notifications")
+    func readAcrossServicesSnippet() throws {
+        let result = try run("ReadAcrossServices", ["--simulated"])
+        #expect(result.status == 0, "\(result.error)")
+        let lines = result.out.split(separator: "\n").map(String.init)
+        #expect(lines.contains("A1 = [161], B1 = [3]"), "\(result.out)")
+        #expect(
+            lines.filter { $0.hasPrefix("B2 notified") } == ["B2 notified [1]", "B2 notified [2]", "B2 notified [3]"])
+    }
+
+    @Test("Snippets/SeedServer.swift serves the PSM of a real listener and closes")
+    func seedServerSnippet() throws {
+        let result = try run("SeedServer", ["--simulated"])
+        #expect(result.status == 0, "\(result.error)")
+        let lines = result.out.split(separator: "\n").map(String.init)
+        let psm = try #require(lines.first?.split(separator: " ").dropFirst().prefix(2).joined(separator: " "))
+        #expect(psm.hasPrefix("PSM 0x00"), "\(result.out)")
+        #expect(lines.contains("the central read \(psm)"), "\(result.out)")
+        #expect(lines.last == "closed")
+    }
+
+    @Test("Snippets/DBusTour.swift runs on a private bus")
+    func dbusTourSnippet() throws {
+        let bus = try PrivateBus()
+        let result = try run("DBusTour", [bus.address])
+        #expect(result.status == 0, "\(result.error)")
+        #expect(!result.out.isEmpty)
+    }
+}
