@@ -405,9 +405,13 @@ public actor DBusConnection {
 
     /// What `RequestName` answered.
     public enum NameRequestResult: UInt32, Sendable {
+        /// The caller owns the name now (`DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER`).
         case primaryOwner = 1
+        /// Another connection owns it; the caller is queued for it.
         case inQueue = 2
+        /// Another connection owns it and the caller asked not to queue.
         case exists = 3
+        /// The caller owned the name already.
         case alreadyOwner = 4
     }
 
@@ -415,8 +419,11 @@ public actor DBusConnection {
     public struct NameRequestFlags: OptionSet, Sendable {
         public let rawValue: UInt32
         public init(rawValue: UInt32) { self.rawValue = rawValue }
+        /// Let a later `RequestName` with ``replaceExisting`` take the name (`DBUS_NAME_FLAG_ALLOW_REPLACEMENT`).
         public static let allowReplacement = NameRequestFlags(rawValue: 0x1)
+        /// Take the name from an owner that allows replacement (`DBUS_NAME_FLAG_REPLACE_EXISTING`).
         public static let replaceExisting = NameRequestFlags(rawValue: 0x2)
+        /// Fail rather than queue when the name is taken (`DBUS_NAME_FLAG_DO_NOT_QUEUE`).
         public static let doNotQueue = NameRequestFlags(rawValue: 0x4)
     }
 

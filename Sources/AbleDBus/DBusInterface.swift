@@ -13,6 +13,7 @@ public struct DBusInterface: Sendable {
     /// The signals it emits, for introspection.
     public var signals: [DBusSignalDeclaration]
 
+    /// An interface named `name` (such as `org.bluez.GattCharacteristic1`) with its members.
     public init(
         _ name: String, methods: [DBusMethod] = [], properties: [DBusProperty] = [],
         signals: [DBusSignalDeclaration] = []
@@ -87,6 +88,7 @@ public struct DBusProperty: Sendable {
     /// Whether a successful `Set` emits `PropertiesChanged` with the new value.
     public var emitsChangedSignal: Bool
 
+    /// A property named `name` of type `signature`, read with `get` and, when `set` is given, writable.
     public init(
         _ name: String, signature: DBusSignature, emitsChangedSignal: Bool = true,
         get: @escaping @Sendable () throws -> DBusValue,
@@ -108,9 +110,12 @@ public struct DBusProperty: Sendable {
 
 /// A signal an exported interface emits, listed in its introspection data.
 public struct DBusSignalDeclaration: Sendable {
+    /// The signal's name.
     public var name: String
+    /// The signature of its arguments.
     public var signature: DBusSignature
 
+    /// Declares the signal `name` with arguments of `signature`.
     public init(_ name: String, signature: DBusSignature = "") {
         self.name = name
         self.signature = signature

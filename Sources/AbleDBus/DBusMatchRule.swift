@@ -20,6 +20,7 @@ public struct DBusMatchRule: Hashable, Sendable, CustomStringConvertible {
     /// Required string values of leading arguments, by index (`arg0`, `arg1`, …).
     public var arguments: [Int: String]
 
+    /// A rule; each `nil` field matches anything.
     public init(
         sender: String? = nil, path: DBusObjectPath? = nil, pathNamespace: DBusObjectPath? = nil,
         interface: String? = nil, member: String? = nil, arguments: [Int: String] = [:]

@@ -9,6 +9,7 @@ public struct Discovery: Sendable, Hashable, CustomStringConvertible {
     /// What the device advertised (BlueZ merges advertising and scan-response data).
     public var advertisement: AdvertisementData
 
+    /// Describes a discovery, as a backend reports it (or a test builds one).
     public init(
         address: BluetoothAddress, addressType: BluetoothAddress.AddressType, rssi: Int?,
         advertisement: AdvertisementData
@@ -42,6 +43,7 @@ public struct ScanFilter: Sendable, Hashable {
     /// Deliver every report of a device (`true`), or each device once per scan (`false`).
     public var allowsDuplicates: Bool
 
+    /// A filter; the defaults deliver every device, once per scan.
     public init(
         serviceUUIDs: [BluetoothUUID] = [], minimumRSSI: Int? = nil, namePrefix: String? = nil,
         allowsDuplicates: Bool = false

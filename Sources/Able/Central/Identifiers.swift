@@ -57,14 +57,19 @@ extension BluetoothUUID {
 
 /// A service named by its UUID alone, for code that has no identifier type.
 public struct ServiceID: ServiceIdentifier, Hashable {
+    /// The service's UUID.
     public var uuid: BluetoothUUID
+    /// Names the service `uuid`.
     public init(_ uuid: BluetoothUUID) { self.uuid = uuid }
 }
 
 /// A characteristic named by its UUID and its service's UUID.
 public struct CharacteristicID: CharacteristicIdentifier {
+    /// The characteristic's UUID.
     public var uuid: BluetoothUUID
+    /// The service the characteristic belongs to.
     public var service: any ServiceIdentifier
+    /// Names the characteristic `uuid` of the service `service`.
     public init(_ uuid: BluetoothUUID, service: BluetoothUUID) {
         self.uuid = uuid
         self.service = ServiceID(service)
@@ -73,8 +78,11 @@ public struct CharacteristicID: CharacteristicIdentifier {
 
 /// A descriptor named by its UUID and its characteristic.
 public struct DescriptorID: DescriptorIdentifier {
+    /// The descriptor's UUID.
     public var uuid: BluetoothUUID
+    /// The characteristic the descriptor belongs to.
     public var characteristic: any CharacteristicIdentifier
+    /// Names the descriptor `uuid` of `characteristic`.
     public init(_ uuid: BluetoothUUID, characteristic: any CharacteristicIdentifier) {
         self.uuid = uuid
         self.characteristic = characteristic

@@ -29,6 +29,7 @@ public struct PairingAgent: Sendable {
     /// Told to show `passkey` to the user.
     public var display: @Sendable (_ device: BluetoothAddress, _ passkey: UInt32) async -> Void
 
+    /// An agent with `capability` that answers with these closures.
     public init(
         capability: Capability,
         confirm: @escaping @Sendable (BluetoothAddress, UInt32) async -> Bool,

@@ -24,6 +24,7 @@ public struct Advertisement: Sendable, Hashable {
     /// How long each rotation slot lasts when several advertisements share the controller.
     public var duration: Duration?
 
+    /// An advertisement; by default discoverable and connectable, with nothing but the flags.
     public init(
         localName: String? = nil, serviceUUIDs: [BluetoothUUID] = [], manufacturerData: [UInt16: [UInt8]] = [:],
         serviceData: [BluetoothUUID: [UInt8]] = [:], appearance: UInt16? = nil, includesTxPower: Bool = false,

@@ -65,14 +65,25 @@ public enum CharacteristicBuilder {
 public struct Service: GATTServerComponent {
     /// Whether a service is primary or included by another.
     public enum Kind: Sendable, Hashable {
+        /// A service a central discovers on its own.
         case primary
+        /// A service meant to be included by another.
         case secondary
     }
 
+    /// The service's UUID.
     public var uuid: BluetoothUUID
+    /// Whether the service is primary or secondary.
     public var kind: Kind
+    /// The service's characteristics, in the order declared.
     public var characteristics: [Characteristic]
 
+    /// Declares a service.
+    ///
+    /// - Parameters:
+    ///   - uuid: Its UUID.
+    ///   - kind: Primary (the default) or secondary.
+    ///   - characteristics: Its characteristics, written in the builder block.
     public init(
         _ uuid: BluetoothUUID, _ kind: Kind = .primary, @ServiceBuilder characteristics: () -> [Characteristic] = { [] }
     ) {
@@ -81,6 +92,7 @@ public struct Service: GATTServerComponent {
         self.characteristics = characteristics()
     }
 
+    /// Declares a service through a typed identifier, like the initializer that takes its UUID.
     public init(
         _ identifier: some ServiceIdentifier, _ kind: Kind = .primary,
         @ServiceBuilder characteristics: () -> [Characteristic] = { [] }
@@ -96,10 +108,15 @@ public struct Service: GATTServerComponent {
 /// A characteristic with no ``OnRead`` or ``OnWrite`` handler serves its stored value, and
 /// writes update it (subject to its permissions).
 public struct Characteristic: Sendable {
+    /// The characteristic's UUID.
     public var uuid: BluetoothUUID
+    /// What centrals may do with it: read, write, notify, indicate…
     public var properties: CharacteristicProperties
+    /// The security reads and writes require.
     public var permissions: AttributePermissions
+    /// The initial stored value, served when no ``OnRead`` handler answers.
     public var value: [UInt8]
+    /// Its descriptors, in the order declared.
     public var descriptors: [Descriptor]
 
     /// Declares a characteristic.
@@ -122,6 +139,7 @@ public struct Characteristic: Sendable {
         self.descriptors = descriptors()
     }
 
+    /// Declares a characteristic through a typed identifier, like the initializer that takes its UUID.
     public init(
         _ identifier: some CharacteristicIdentifier, properties: CharacteristicProperties,
         permissions: AttributePermissions? = nil, value: [UInt8] = [],
@@ -151,10 +169,19 @@ public struct Characteristic: Sendable {
 
 /// A descriptor of a ``Characteristic``.
 public struct Descriptor: Sendable {
+    /// The descriptor's UUID.
     public var uuid: BluetoothUUID
+    /// The security reads and writes of the descriptor require.
     public var permissions: AttributePermissions
+    /// The initial stored value.
     public var value: [UInt8]
 
+    /// Declares a descriptor.
+    ///
+    /// - Parameters:
+    ///   - uuid: Its UUID, such as ``BluetoothUUID/characteristicUserDescription``.
+    ///   - permissions: The security reads and writes require; readable by default.
+    ///   - value: The initial stored value.
     public init(_ uuid: BluetoothUUID, permissions: AttributePermissions = .readable, value: [UInt8] = []) {
         self.uuid = uuid
         self.permissions = permissions

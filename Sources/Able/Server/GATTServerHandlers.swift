@@ -4,11 +4,13 @@ public struct OnRead: GATTServerComponent {
     let uuids: [BluetoothUUID]
     let handler: GATTServerDefinition.ReadHandler
 
+    /// Answers reads of the characteristics `uuids` with `handler`'s value.
     public init(_ uuids: [BluetoothUUID], _ handler: @escaping GATTServerDefinition.ReadHandler) {
         self.uuids = uuids
         self.handler = handler
     }
 
+    /// Answers reads of the characteristics `identifiers` with `handler`'s value.
     public init(_ identifiers: any CharacteristicIdentifier..., handler: @escaping GATTServerDefinition.ReadHandler) {
         self.init(identifiers.map(\.uuid), handler)
     }
@@ -23,11 +25,13 @@ public struct OnWrite: GATTServerComponent {
     let uuids: [BluetoothUUID]
     let handler: GATTServerDefinition.WriteHandler
 
+    /// Answers writes of the characteristics `uuids` with `handler`.
     public init(_ uuids: [BluetoothUUID], _ handler: @escaping GATTServerDefinition.WriteHandler) {
         self.uuids = uuids
         self.handler = handler
     }
 
+    /// Answers writes of the characteristics `identifiers` with `handler`.
     public init(_ identifiers: any CharacteristicIdentifier..., handler: @escaping GATTServerDefinition.WriteHandler) {
         self.init(identifiers.map(\.uuid), handler)
     }
@@ -42,6 +46,7 @@ public struct OnReadDescriptor: GATTServerComponent {
     let uuids: [BluetoothUUID]
     let handler: GATTServerDefinition.ReadHandler
 
+    /// Answers reads of the descriptors `uuids` with `handler`'s value.
     public init(_ uuids: BluetoothUUID..., handler: @escaping GATTServerDefinition.ReadHandler) {
         self.uuids = uuids
         self.handler = handler
@@ -57,6 +62,7 @@ public struct OnWriteDescriptor: GATTServerComponent {
     let uuids: [BluetoothUUID]
     let handler: GATTServerDefinition.WriteHandler
 
+    /// Answers writes of the descriptors `uuids` with `handler`.
     public init(_ uuids: BluetoothUUID..., handler: @escaping GATTServerDefinition.WriteHandler) {
         self.uuids = uuids
         self.handler = handler
@@ -70,6 +76,7 @@ public struct OnWriteDescriptor: GATTServerComponent {
 /// Answers reads of every characteristic no ``OnRead`` covers.
 public struct OnAnyRead: GATTServerComponent {
     let handler: GATTServerDefinition.ReadHandler
+    /// Answers the reads no ``OnRead`` covers with `handler`'s value.
     public init(_ handler: @escaping GATTServerDefinition.ReadHandler) { self.handler = handler }
     public func apply(to definition: inout GATTServerDefinition) {
         definition.setCatchAll(\.anyCharacteristicRead, handler, kind: "OnAnyRead")
@@ -79,6 +86,7 @@ public struct OnAnyRead: GATTServerComponent {
 /// Answers writes of every characteristic no ``OnWrite`` covers.
 public struct OnAnyWrite: GATTServerComponent {
     let handler: GATTServerDefinition.WriteHandler
+    /// Answers the writes no ``OnWrite`` covers with `handler`.
     public init(_ handler: @escaping GATTServerDefinition.WriteHandler) { self.handler = handler }
     public func apply(to definition: inout GATTServerDefinition) {
         definition.setCatchAll(\.anyCharacteristicWrite, handler, kind: "OnAnyWrite")
@@ -88,6 +96,7 @@ public struct OnAnyWrite: GATTServerComponent {
 /// Answers reads of every descriptor no ``OnReadDescriptor`` covers.
 public struct OnAnyReadDescriptor: GATTServerComponent {
     let handler: GATTServerDefinition.ReadHandler
+    /// Answers the descriptor reads no ``OnReadDescriptor`` covers with `handler`'s value.
     public init(_ handler: @escaping GATTServerDefinition.ReadHandler) { self.handler = handler }
     public func apply(to definition: inout GATTServerDefinition) {
         definition.setCatchAll(\.anyDescriptorRead, handler, kind: "OnAnyReadDescriptor")
@@ -97,6 +106,7 @@ public struct OnAnyReadDescriptor: GATTServerComponent {
 /// Answers writes of every descriptor no ``OnWriteDescriptor`` covers.
 public struct OnAnyWriteDescriptor: GATTServerComponent {
     let handler: GATTServerDefinition.WriteHandler
+    /// Answers the descriptor writes no ``OnWriteDescriptor`` covers with `handler`.
     public init(_ handler: @escaping GATTServerDefinition.WriteHandler) { self.handler = handler }
     public func apply(to definition: inout GATTServerDefinition) {
         definition.setCatchAll(\.anyDescriptorWrite, handler, kind: "OnAnyWriteDescriptor")
@@ -106,6 +116,7 @@ public struct OnAnyWriteDescriptor: GATTServerComponent {
 /// Called when a central connects (`true`) or disconnects (`false`).
 public struct OnConnectionStateChange: GATTServerComponent {
     let handler: @Sendable (GATTServer, Central, Bool) async -> Void
+    /// Calls `handler` with the server, the central, and whether it is connected now.
     public init(
         _ handler: @escaping @Sendable (_ server: GATTServer, _ central: Central, _ isConnected: Bool) async -> Void
     ) {
@@ -119,6 +130,8 @@ public struct OnConnectionStateChange: GATTServerComponent {
 /// BlueZ does not say which central subscribed; `central` is `nil` then.
 public struct OnSubscriptionChange: GATTServerComponent {
     let handler: @Sendable (GATTServer, Central?, BluetoothUUID, Bool) async -> Void
+    /// Calls `handler` with the server, the central if BlueZ said, the characteristic, and whether
+    /// it is subscribed now.
     public init(
         _ handler:
             @escaping @Sendable (
@@ -133,6 +146,7 @@ public struct OnSubscriptionChange: GATTServerComponent {
 /// Called when the server opens (`true`, registered with BlueZ) and closes (`false`).
 public struct OnStateChange: GATTServerComponent {
     let handler: @Sendable (GATTServer, Bool) async -> Void
+    /// Calls `handler` with the server and whether it is open now.
     public init(_ handler: @escaping @Sendable (_ server: GATTServer, _ isOpen: Bool) async -> Void) {
         self.handler = handler
     }
@@ -143,6 +157,7 @@ public struct OnStateChange: GATTServerComponent {
 /// from BlueZ and disconnects them all when it closes.
 public struct AutoManageDevices: GATTServerComponent {
     let enabled: Bool
+    /// Turns automatic device management on (the default) or off.
     public init(_ enabled: Bool = true) { self.enabled = enabled }
     public func apply(to definition: inout GATTServerDefinition) { definition.managesDevicesAutomatically = enabled }
 }

@@ -11,6 +11,7 @@ public struct DBusSignal: Sendable, CustomStringConvertible {
     /// The signal's arguments.
     public var arguments: [DBusValue]
 
+    /// Creates a signal, for testing code that handles signals without a bus.
     public init(sender: String, path: DBusObjectPath, interface: String, member: String, arguments: [DBusValue]) {
         self.sender = sender
         self.path = path

@@ -129,6 +129,7 @@ extension DBusSignature: DBusRepresentable {
 
 extension DBusFileDescriptor: DBusRepresentable {
     public static var dbusSignature: DBusSignature { .unixFD }
+    /// Takes the descriptor out of a received `h` value; a value can be taken once.
     public convenience init(dbusValue: DBusValue) throws(DBusError) {
         guard case .unixFD(let v) = dbusValue, let fd = v.take() else {
             throw .typeMismatch(expected: "unix fd (h) not yet taken", got: dbusValue)

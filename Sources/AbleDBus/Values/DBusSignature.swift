@@ -71,19 +71,33 @@ public struct DBusSignature: RawRepresentable, Hashable, Sendable, CustomStringC
         return index
     }
 
+    /// A byte (`y`).
     public static let byte: DBusSignature = "y"
+    /// A boolean (`b`).
     public static let boolean: DBusSignature = "b"
+    /// A signed 16-bit integer (`n`).
     public static let int16: DBusSignature = "n"
+    /// An unsigned 16-bit integer (`q`).
     public static let uint16: DBusSignature = "q"
+    /// A signed 32-bit integer (`i`).
     public static let int32: DBusSignature = "i"
+    /// An unsigned 32-bit integer (`u`).
     public static let uint32: DBusSignature = "u"
+    /// A signed 64-bit integer (`x`).
     public static let int64: DBusSignature = "x"
+    /// An unsigned 64-bit integer (`t`).
     public static let uint64: DBusSignature = "t"
+    /// A double (`d`).
     public static let double: DBusSignature = "d"
+    /// A string (`s`).
     public static let string: DBusSignature = "s"
+    /// An object path (`o`).
     public static let objectPath: DBusSignature = "o"
+    /// A signature (`g`).
     public static let signature: DBusSignature = "g"
+    /// A Unix file descriptor (`h`).
     public static let unixFD: DBusSignature = "h"
+    /// A variant (`v`).
     public static let variant: DBusSignature = "v"
 
     /// The signature of an array of `element`.

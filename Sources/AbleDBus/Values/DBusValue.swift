@@ -74,9 +74,12 @@ public enum DBusValue: Hashable, Sendable {
 
 /// One entry of a D-Bus dictionary.
 public struct DBusDictionaryEntry: Hashable, Sendable {
+    /// The entry's key, a basic type.
     public var key: DBusValue
+    /// The entry's value.
     public var value: DBusValue
 
+    /// An entry of `key` and `value`.
     public init(key: DBusValue, value: DBusValue) {
         self.key = key
         self.value = value
