@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "Able", targets: ["Able"]),
         .library(name: "AbleDBus", targets: ["AbleDBus"]),
+        .library(name: "AbleSimulator", targets: ["AbleSimulator"]),
     ],
     targets: [
         .systemLibrary(
@@ -20,6 +21,7 @@ let package = Package(
         ),
         .target(name: "AbleDBus", dependencies: ["CDBus"]),
         .target(name: "Able", dependencies: ["AbleDBus", "CBluetooth"]),
+        .target(name: "AbleSimulator", dependencies: ["Able"]),
         .executableTarget(
             name: "AbleBenchmarks",
             dependencies: ["Able", "AbleDBus"],
@@ -28,6 +30,7 @@ let package = Package(
         .target(name: "AbleTestSupport", dependencies: ["AbleDBus"], path: "Tests/Support"),
         .testTarget(name: "AbleDBusTests", dependencies: ["AbleDBus", "AbleTestSupport"]),
         .testTarget(name: "AbleTests", dependencies: ["Able", "AbleDBus", "AbleTestSupport"]),
+        .testTarget(name: "AbleSimulatorTests", dependencies: ["Able", "AbleSimulator", "AbleTestSupport"]),
         .testTarget(name: "RealBlueZTests", dependencies: ["Able", "AbleDBus"]),
     ],
     swiftLanguageModes: [.v6]

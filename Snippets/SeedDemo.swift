@@ -12,6 +12,7 @@
 // swift run SeedDemo                      on the simulated radio (no hardware, no daemon)
 // swift run SeedDemo --bluez hci1 hci0    on real BlueZ: server on hci1, central on hci0
 import Able
+import AbleSimulator
 
 let serviceA: BluetoothUUID = "12E61727-B41A-436F-B64D-4777B35F2294"
 let psmCharacteristic: BluetoothUUID = "ABDD3056-28FA-441D-A470-55A75A52553A"

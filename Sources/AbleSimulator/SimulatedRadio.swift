@@ -1,3 +1,4 @@
+import Able
 import Synchronization
 
 /// An in-memory Bluetooth radio for tests: simulated adapters and peripherals that find,

@@ -1,3 +1,4 @@
+import Able
 /// Everything on a simulated radio; kept behind the radio's mutex.
 struct RadioState {
     struct Connection: Hashable, CustomStringConvertible {

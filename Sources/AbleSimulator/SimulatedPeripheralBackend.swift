@@ -1,3 +1,4 @@
+import Able
 /// A remote device seen from a simulated central.
 struct SimulatedPeripheralBackend: PeripheralBackend {
     let radio: SimulatedRadio

@@ -1,3 +1,4 @@
+import Able
 /// The simulator's adapters.
 struct SimulatedAdapterBackend: AdapterBackend {
     let radio: SimulatedRadio
