@@ -81,9 +81,3 @@ struct SimulatedAdapterBackend: AdapterBackend {
         }
     }
 }
-
-extension SimulatedAdapterBackend {
-    func listenL2CAP(psm: PSM, _ options: L2CAPOptions) async throws -> L2CAPListener {
-        throw BluetoothError(.notSupported, message: "the simulated radio has no L2CAP channels yet")
-    }
-}
