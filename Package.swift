@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "Able", targets: ["Able"]),
         .library(name: "AbleDBus", targets: ["AbleDBus"]),
         .executable(name: "able", targets: ["able"]),
+        .library(name: "AbleSimulator", targets: ["AbleSimulator"]),
     ],
     targets: [
         .systemLibrary(
@@ -21,8 +22,9 @@ let package = Package(
         ),
         .target(name: "AbleDBus", dependencies: ["CDBus"]),
         .target(name: "Able", dependencies: ["AbleDBus", "CBluetooth"]),
-        .target(name: "AbleCommand", dependencies: ["Able"]),
+        .target(name: "AbleCommand", dependencies: ["Able", "AbleSimulator"]),
         .executableTarget(name: "able", dependencies: ["AbleCommand"]),
+        .target(name: "AbleSimulator", dependencies: ["Able"]),
         .executableTarget(
             name: "AbleBenchmarks",
             dependencies: ["Able", "AbleDBus"],
@@ -31,7 +33,8 @@ let package = Package(
         .target(name: "AbleTestSupport", dependencies: ["AbleDBus"], path: "Tests/Support"),
         .testTarget(name: "AbleDBusTests", dependencies: ["AbleDBus", "AbleTestSupport"]),
         .testTarget(name: "AbleTests", dependencies: ["Able", "AbleDBus", "AbleTestSupport"]),
-        .testTarget(name: "AbleCommandTests", dependencies: ["AbleCommand", "Able", "AbleTestSupport"]),
+        .testTarget(name: "AbleCommandTests", dependencies: ["AbleCommand", "Able", "AbleSimulator", "AbleTestSupport"]),
+        .testTarget(name: "AbleSimulatorTests", dependencies: ["Able", "AbleSimulator", "AbleTestSupport"]),
         .testTarget(name: "RealBlueZTests", dependencies: ["Able", "AbleDBus"]),
     ],
     swiftLanguageModes: [.v6]

@@ -4,6 +4,7 @@
 // swift run Notifications [adapter]     on real BlueZ, with a heart-rate sensor in range
 // swift run Notifications --simulated   against an Able GATT server on a simulated radio
 import Able
+import AbleSimulator
 
 /// The heart rate in a Heart Rate Measurement: an 8-bit value, or 16-bit when flag bit 0 is set.
 func beatsPerMinute(_ measurement: [UInt8]) -> Int? {

@@ -6,6 +6,7 @@
 // these UUIDs in range (the real-BlueZ tests start one on hci1 and run this against it), or
 // `swift run ReadAcrossServices --simulated` against a simulated one.
 import Able
+import AbleSimulator
 
 enum BLEService: String, ServiceIdentifier {
     case serviceA = "6e400001-0000-1000-8000-00805f9b34fb"

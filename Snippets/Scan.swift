@@ -4,6 +4,7 @@
 // swift run Scan [adapter]      on real BlueZ (default: the first adapter)
 // swift run Scan --simulated    on a simulated radio with one battery-powered device in range
 import Able
+import AbleSimulator
 
 let argument = CommandLine.arguments.dropFirst().first
 let adapter: Adapter

@@ -6,6 +6,7 @@
 // swift run SeedServer [adapter] [seconds]   serve on real BlueZ for a while (default hci0, 60 s)
 // swift run SeedServer --simulated           serve on a simulated radio; a central reads the PSM
 import Able
+import AbleSimulator
 
 let serviceID: BluetoothUUID = "12E61727-B41A-436F-B64D-4777B35F2294"
 let psmID: BluetoothUUID = "ABDD3056-28FA-441D-A470-55A75A52553A"

@@ -1,4 +1,5 @@
 import Able
+import AbleSimulator
 import Synchronization
 
 /// One of `able`'s subcommands: its spec, how it reads its arguments and what it does.

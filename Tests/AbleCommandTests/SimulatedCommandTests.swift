@@ -1,4 +1,5 @@
 import Able
+import AbleSimulator
 import Testing
 
 @testable import AbleCommand

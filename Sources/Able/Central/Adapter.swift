@@ -32,13 +32,28 @@ public actor Adapter {
         /// Whether the adapter exists now: `false` while `bluetoothd` restarts or after it is unplugged.
         public var isPresent: Bool
 
+        package init(
+            name: String, address: BluetoothAddress?, systemName: String, alias: String, isPowered: Bool,
+            isDiscoverable: Bool, isPairable: Bool, isDiscovering: Bool, isPresent: Bool
+        ) {
+            self.name = name
+            self.address = address
+            self.systemName = systemName
+            self.alias = alias
+            self.isPowered = isPowered
+            self.isDiscoverable = isDiscoverable
+            self.isPairable = isPairable
+            self.isDiscovering = isDiscovering
+            self.isPresent = isPresent
+        }
+
         public var description: String {
             guard isPresent else { return "\(name): absent" }
             return "\(name) \(address.map(String.init(describing:)) ?? "?") \(isPowered ? "powered" : "off")"
                 + (isDiscovering ? ", discovering" : "") + (isDiscoverable ? ", discoverable" : "")
         }
 
-        static func absent(_ name: String) -> State {
+        package static func absent(_ name: String) -> State {
             State(
                 name: name, address: nil, systemName: "", alias: "", isPowered: false, isDiscoverable: false,
                 isPairable: false, isDiscovering: false, isPresent: false)
@@ -50,7 +65,7 @@ public actor Adapter {
     /// The adapter's name, such as `hci0`.
     public nonisolated let name: String
 
-    init(backend: any AdapterBackend) {
+    package init(backend: any AdapterBackend) {
         self.backend = backend
         self.name = backend.name
     }

@@ -6,7 +6,14 @@ public struct GATTService: Sendable, Hashable, CustomStringConvertible {
     public var isPrimary: Bool
     /// Its characteristics.
     public var characteristics: [GATTCharacteristic]
-    let handle: String
+    package let handle: String
+
+    package init(uuid: BluetoothUUID, isPrimary: Bool, characteristics: [GATTCharacteristic], handle: String) {
+        self.uuid = uuid
+        self.isPrimary = isPrimary
+        self.characteristics = characteristics
+        self.handle = handle
+    }
 
     public var description: String { "service \(uuid) (\(characteristics.count) characteristics)" }
 }
@@ -21,7 +28,18 @@ public struct GATTCharacteristic: Sendable, Hashable, CustomStringConvertible {
     public var properties: CharacteristicProperties
     /// Its descriptors.
     public var descriptors: [GATTDescriptor]
-    let handle: String
+    package let handle: String
+
+    package init(
+        uuid: BluetoothUUID, serviceUUID: BluetoothUUID, properties: CharacteristicProperties,
+        descriptors: [GATTDescriptor], handle: String
+    ) {
+        self.uuid = uuid
+        self.serviceUUID = serviceUUID
+        self.properties = properties
+        self.descriptors = descriptors
+        self.handle = handle
+    }
 
     public var description: String { "characteristic \(uuid) \(properties)" }
 }
@@ -32,7 +50,13 @@ public struct GATTDescriptor: Sendable, Hashable, CustomStringConvertible {
     public var uuid: BluetoothUUID
     /// The UUID of its characteristic.
     public var characteristicUUID: BluetoothUUID
-    let handle: String
+    package let handle: String
+
+    package init(uuid: BluetoothUUID, characteristicUUID: BluetoothUUID, handle: String) {
+        self.uuid = uuid
+        self.characteristicUUID = characteristicUUID
+        self.handle = handle
+    }
 
     public var description: String { "descriptor \(uuid)" }
 }

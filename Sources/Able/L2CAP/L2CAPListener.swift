@@ -106,6 +106,13 @@ public actor L2CAPListener {
         }
     }
 
+    /// A listener around a running engine, for ``offeringChannels(on:)``.
+    init(psm: PSM, core: ListenerCore) {
+        self.core = core
+        self.psm = psm
+        channels = L2CAPChannelStream(buffer: core.channels)
+    }
+
     deinit {
         core.closeSoon()
     }

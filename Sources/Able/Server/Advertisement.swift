@@ -71,7 +71,7 @@ public actor AdvertisingSet {
     let stopAction: @Sendable () async -> Void
     let released: ReleaseFlag
 
-    init(released: ReleaseFlag, stop: @escaping @Sendable () async -> Void) {
+    package init(released: ReleaseFlag, stop: @escaping @Sendable () async -> Void) {
         self.released = released
         self.stopAction = stop
     }
@@ -93,8 +93,9 @@ public actor AdvertisingSet {
 }
 
 /// Set when BlueZ releases an advertisement.
-final class ReleaseFlag: Sendable {
+package final class ReleaseFlag: Sendable {
     private let flag = LockedValue(false)
+    package init() {}
     var value: Bool { flag.value }
     func set() { flag.value = true }
 }

@@ -3,6 +3,10 @@ public struct Central: Sendable, Hashable, CustomStringConvertible {
     /// The central's address.
     public var address: BluetoothAddress
     public var description: String { "central \(address)" }
+
+    package init(address: BluetoothAddress) {
+        self.address = address
+    }
 }
 
 /// A read of a characteristic or descriptor, as a handler sees it.

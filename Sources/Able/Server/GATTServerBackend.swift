@@ -16,6 +16,6 @@ package protocol GATTServerBackend: Sendable {
 /// Where a backend reports connections and subscriptions; the server fans them out to the
 /// definition's handlers.
 package struct GATTServerEvents: Sendable {
-    let connectionChanged: @Sendable (Central, Bool) -> Void
-    let subscriptionChanged: @Sendable (Central?, AttributeID, Bool) -> Void
+    package let connectionChanged: @Sendable (Central, Bool) -> Void
+    package let subscriptionChanged: @Sendable (Central?, AttributeID, Bool) -> Void
 }

@@ -2,9 +2,15 @@ import Synchronization
 
 /// Where an attribute sits in a definition: service, characteristic, and descriptor (if any).
 package struct AttributeID: Hashable, Sendable {
-    var service: Int
-    var characteristic: Int
-    var descriptor: Int?
+    package var service: Int
+    package var characteristic: Int
+    package var descriptor: Int?
+
+    package init(service: Int, characteristic: Int, descriptor: Int? = nil) {
+        self.service = service
+        self.characteristic = characteristic
+        self.descriptor = descriptor
+    }
 }
 
 /// The backend-agnostic heart of a GATT server: stored values, permission and length checks,
@@ -13,10 +19,10 @@ package struct AttributeID: Hashable, Sendable {
 package final class GATTServerCore: Sendable {
     static let maximumValueLength = 512
 
-    let definition: GATTServerDefinition
+    package let definition: GATTServerDefinition
     private let values: Mutex<[AttributeID: [UInt8]]>
 
-    init(definition: GATTServerDefinition) {
+    package init(definition: GATTServerDefinition) {
         self.definition = definition
         var values: [AttributeID: [UInt8]] = [:]
         for (serviceIndex, service) in definition.services.enumerated() {
@@ -36,7 +42,7 @@ package final class GATTServerCore: Sendable {
     }
 
     /// Every characteristic with the UUID, in declaration order.
-    func characteristics(_ uuid: BluetoothUUID) -> [AttributeID] {
+    package func characteristics(_ uuid: BluetoothUUID) -> [AttributeID] {
         definition.services.enumerated().flatMap { serviceIndex, service in
             service.characteristics.enumerated().compactMap { index, characteristic in
                 characteristic.uuid == uuid ? AttributeID(service: serviceIndex, characteristic: index) : nil
@@ -46,12 +52,12 @@ package final class GATTServerCore: Sendable {
 
     func storedValue(_ id: AttributeID) -> [UInt8] { values.withLock { $0[id] ?? [] } }
 
-    func store(_ value: [UInt8], for id: AttributeID) { values.withLock { $0[id] = value } }
+    package func store(_ value: [UInt8], for id: AttributeID) { values.withLock { $0[id] = value } }
 
     /// Answers a read: the handler's value, or the stored one from `offset`.
     ///
     /// - Throws: Only ``ATTError``: a handler's other errors become ``ATTError/unlikelyError``.
-    func read(_ id: AttributeID, central: Central?, offset: Int, mtu: Int?) async throws -> [UInt8] {
+    package func read(_ id: AttributeID, central: Central?, offset: Int, mtu: Int?) async throws -> [UInt8] {
         let characteristic = characteristic(id)
         let descriptor = id.descriptor.map { characteristic.descriptors[$0] }
         guard descriptor?.isReadable ?? characteristic.isReadable else { throw ATTError.readNotPermitted }
@@ -81,7 +87,7 @@ package final class GATTServerCore: Sendable {
 
     /// Answers a write: checks it, runs the handler, and stores the result unless the handler
     /// keeps the value itself.
-    func write(
+    package func write(
         _ id: AttributeID, value: [UInt8], offset: Int, kind: WriteRequest.Kind, central: Central?, mtu: Int?
     ) async throws {
         let characteristic = characteristic(id)

@@ -170,12 +170,17 @@ struct DemoCommand: Command {
                     "server", "L2CAP channel accepted from \(channel.peerAddress.map { "\($0)" } ?? "a peer")")
                 group.addTask {
                     var echoed = 0
-                    for try await packet in channel.packets {
-                        try await channel.send(packet)
-                        echoed += 1
+                    do {
+                        for try await packet in channel.packets {
+                            try await channel.send(packet)
+                            echoed += 1
+                        }
+                        transcript.say("server", "L2CAP channel closed by the central after \(echoed) echoes")
+                    } catch {
+                        // One peer's channel failing ends that channel, not the server.
+                        transcript.say("server", "L2CAP channel failed after \(echoed) echoes: \(error)")
                     }
                     await channel.close()
-                    transcript.say("server", "L2CAP channel closed by the central after \(echoed) echoes")
                 }
             }
         }

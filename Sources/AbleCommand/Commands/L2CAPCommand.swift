@@ -85,7 +85,7 @@ struct L2CAPCommand: Command {
                             ("event", "channel"), ("channel", .int(number)), ("peer", .string(peer)),
                             ("sendMTU", .int(channel.sendMTU)), ("receiveMTU", .int(channel.receiveMTU)),
                         ]))
-                    group.addTask { try await Self.echo(channel, number: number, console: console) }
+                    group.addTask { await Self.echo(channel, number: number, console: console) }
                     if let limit, accepted >= limit { break }
                 }
             }
@@ -96,7 +96,9 @@ struct L2CAPCommand: Command {
         await listener.close()
     }
 
-    private static func echo(_ channel: L2CAPChannel, number: Int, console: Console) async throws {
+    /// Echoes every SDU until the peer closes the channel; a channel that fails is reported and
+    /// closed, and the listener goes on.
+    private static func echo(_ channel: L2CAPChannel, number: Int, console: Console) async {
         var packets = 0
         do {
             for try await packet in channel.packets {
@@ -107,8 +109,12 @@ struct L2CAPCommand: Command {
                 "channel \(number) closed by the peer after \(packets) SDUs echoed",
                 json: .object([("event", "closed"), ("channel", .int(number)), ("echoed", .int(packets))]))
         } catch {
-            await channel.close()
-            throw error
+            let message = (error as? BluetoothError).map(AbleCommand.describe) ?? "\(error)"
+            console.result(
+                "channel \(number) failed after \(packets) SDUs echoed: \(message)",
+                json: .object([
+                    ("event", "failed"), ("channel", .int(number)), ("echoed", .int(packets)), ("error", .string(message)),
+                ]))
         }
         await channel.close()
     }

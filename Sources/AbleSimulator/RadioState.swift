@@ -1,3 +1,4 @@
+import Able
 /// Everything on a simulated radio; kept behind the radio's mutex.
 struct RadioState {
     struct Connection: Hashable, CustomStringConvertible {
@@ -19,6 +20,16 @@ struct RadioState {
         var continuation: ScanStream.Continuation
     }
 
+    struct ListenerKey: Hashable {
+        var adapter: BluetoothAddress
+        var psm: PSM
+    }
+
+    struct Listener {
+        var offer: L2CAPChannelOffer
+        var options: L2CAPOptions
+    }
+
     var adapterCount = 0
     var adapters: [BluetoothAddress: SimulatedAdapterState] = [:]
     var devices: [BluetoothAddress: SimulatedDevice] = [:]
@@ -26,6 +37,8 @@ struct RadioState {
     var subscriptions: [SubscriptionKey: [UInt64: NotificationStream.Continuation]] = [:]
     var scans: [UInt64: Scan] = [:]
     var adapterListeners: [BluetoothAddress: [UInt64: AsyncStream<Adapter.State>.Continuation]] = [:]
+    var listeners: [ListenerKey: Listener] = [:]
+    var channels: [UInt64: SimulatedL2CAPLink] = [:]
     var nextID: UInt64 = 0
 
     mutating func makeID() -> UInt64 {

@@ -1,3 +1,4 @@
+import Able
 /// A remote device seen from a simulated central.
 struct SimulatedPeripheralBackend: PeripheralBackend {
     let radio: SimulatedRadio
@@ -229,6 +230,7 @@ extension SimulatedRadio {
             for key in keys { streams += state.subscriptions.removeValue(forKey: key)?.values ?? [:].values }
             return (removed, streams, state.devices[peripheral]?.events)
         }
+        dropL2CAPChannels(between: central, and: peripheral)
         guard removed else { return }
         for stream in streams {
             stream.finish(throwing: BluetoothError(.disconnected, message: reason ?? "the peripheral disconnected"))
@@ -248,6 +250,10 @@ extension SimulatedRadio {
             disconnect(
                 central: connection.central, peripheral: connection.peripheral, reason: "the adapter was powered off")
         }
+        let links = state.withLock { state in
+            state.channels.values.filter { $0.central == adapter || $0.peripheral == adapter }
+        }
+        for link in links { dropL2CAPChannels(between: link.central, and: link.peripheral) }
         for scan in scans.values {
             scan.continuation.finish(throwing: BluetoothError(.notPowered, message: "the adapter was powered off"))
         }
@@ -274,11 +280,5 @@ extension SimulatedRadio {
             return (scan.continuation, discovery)
         }
         if let (continuation, discovery) = delivery { continuation.yield(discovery) }
-    }
-}
-
-extension SimulatedPeripheralBackend {
-    func openL2CAPChannel(psm: PSM, _ options: L2CAPOptions, timeout: Duration) async throws -> L2CAPChannel {
-        throw BluetoothError(.notSupported, message: "the simulated radio has no L2CAP channels yet")
     }
 }

@@ -1,3 +1,4 @@
+import Able
 /// The simulator's adapters.
 struct SimulatedAdapterBackend: AdapterBackend {
     let radio: SimulatedRadio
@@ -78,11 +79,5 @@ struct SimulatedAdapterBackend: AdapterBackend {
         return AdvertisingSet(released: released) { [radio, address] in
             radio.state.withLock { $0.devices[address]?.isAdvertising = false }
         }
-    }
-}
-
-extension SimulatedAdapterBackend {
-    func listenL2CAP(psm: PSM, _ options: L2CAPOptions) async throws -> L2CAPListener {
-        throw BluetoothError(.notSupported, message: "the simulated radio has no L2CAP channels yet")
     }
 }

@@ -1,3 +1,4 @@
+import Able
 import Synchronization
 
 /// An in-memory Bluetooth radio for tests: simulated adapters and peripherals that find,
@@ -60,10 +61,11 @@ public final class SimulatedRadio: Sendable {
         return peripheral
     }
 
-    /// What is still open on the radio: connections, subscriptions and scans. A test that ends
-    /// with this non-empty leaked something.
+    /// What is still open on the radio: connections, subscriptions, scans, L2CAP listeners and
+    /// L2CAP channels. A test that ends with this non-empty leaked something.
     public var openResources: [String] {
-        state.withLock { state in
+        let l2cap = openL2CAPResources()
+        return state.withLock { state in
             var open: [String] = []
             for connection in state.connections.sorted(by: { "\($0)" < "\($1)" }) {
                 open.append("connection \(connection.central) → \(connection.peripheral)")
@@ -73,7 +75,7 @@ public final class SimulatedRadio: Sendable {
                 open.append("subscription \(key.central) → \(key.peripheral) \(key.attribute)")
             }
             for scan in state.scans.values { open.append("scan on \(scan.adapter)") }
-            return open
+            return open + l2cap
         }
     }
 

@@ -1,0 +1,72 @@
+import CBluetooth
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension L2CAPListener {
+    /// A listener whose channels are handed to it through the returned ``L2CAPChannelOffer``
+    /// rather than accepted from a kernel L2CAP socket: the simulator's, whose channels are
+    /// AF_UNIX socketpairs.
+    ///
+    /// The listener still owns a listening socket, so that its engine, its closing and its
+    /// stream are a Bluetooth listener's: an AF_UNIX `SOCK_SEQPACKET` socket bound to an address
+    /// the kernel picks in the abstract namespace, which nobody connects to.
+    ///
+    /// - Parameter psm: The PSM the listener reports.
+    /// - Returns: The listener, and the way to offer it channels.
+    /// - Throws: ``BluetoothError`` when the socket cannot be made.
+    package static func offeringChannels(on psm: PSM) throws -> (L2CAPListener, L2CAPChannelOffer) {
+        let type = CInt(SOCK_SEQPACKET.rawValue) | CInt(SOCK_NONBLOCK.rawValue) | CInt(SOCK_CLOEXEC.rawValue)
+        let socket = Glibc.socket(AF_UNIX, type, 0)
+        guard socket >= 0 else { throw BluetoothError(Errno.current, while: "creating a listening socket") }
+        // Binding with the family alone autobinds to a fresh abstract address.
+        var family = sa_family_t(AF_UNIX)
+        let bound = withUnsafePointer(to: &family) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(socket, $0, socklen_t(MemoryLayout<sa_family_t>.size))
+            }
+        }
+        var status = stat()
+        guard bound == 0, Glibc.listen(socket, 1) == 0, fstat(socket, &status) == 0 else {
+            let error = BluetoothError(Errno.current, while: "listening on an AF_UNIX socket")
+            Glibc.close(socket)
+            throw error
+        }
+        let core = ListenerCore(
+            socket: socket, operations: .system, executor: SocketQueue(label: "Able.L2CAPListener"),
+            watermarks: .default)
+        return (L2CAPListener(psm: psm, core: core), L2CAPChannelOffer(core: core, inode: status.st_ino))
+    }
+}
+
+/// The feeding end of a listener made by ``L2CAPListener/offeringChannels(on:)``.
+///
+/// It does not keep the listener alive: the listener closes when its last reference goes away,
+/// as any other does, and ``isListening`` turns `false`.
+package struct L2CAPChannelOffer: Sendable {
+    fileprivate let core: ListenerCore
+    /// The listening socket's inode: a closed socket's descriptor may be reused by another.
+    fileprivate let inode: ino_t
+
+    /// Whether the listener still listens: its socket is not closed yet.
+    package var isListening: Bool {
+        var status = stat()
+        return fstat(core.socket, &status) == 0 && status.st_ino == inode
+    }
+
+    /// Hands a channel to the listener's ``L2CAPListener/channels``, as if a peer had connected.
+    ///
+    /// - Returns: `false` when the listener is closed, or 16 offered channels wait for its
+    ///   consumer (a full backlog, where the kernel refuses a connection): `channel` is then
+    ///   still the caller's.
+    package func offer(_ channel: L2CAPChannel) -> Bool {
+        guard isListening else { return false }
+        var taken = false
+        _ = core.channels.produce {
+            taken = true
+            return channel
+        }
+        return taken
+    }
+}
