@@ -113,7 +113,8 @@ struct L2CAPCommand: Command {
             console.result(
                 "channel \(number) failed after \(packets) SDUs echoed: \(message)",
                 json: .object([
-                    ("event", "failed"), ("channel", .int(number)), ("echoed", .int(packets)), ("error", .string(message)),
+                    ("event", "failed"), ("channel", .int(number)), ("echoed", .int(packets)),
+                    ("error", .string(message)),
                 ]))
         }
         await channel.close()
