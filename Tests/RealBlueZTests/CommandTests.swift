@@ -84,6 +84,14 @@ extension RealBlueZ {
                         #expect(written == 0, "\(writeLines)")
                         #expect(await server.value(of: Self.text) == Array("hello".utf8))
 
+                        let (info, infoLines) = try await finish(
+                            able(["info", address, "--read", "--adapter", Guest.central, "--json"]))
+                        #expect(info == 0, "\(infoLines)")
+                        #expect(
+                            infoLines.last?.contains(
+                                #"{"uuid":"a5a50002-0000-1000-8000-00805f9b34fb","properties":["read","write"],"descriptors":[],"value":{"hex":"68656c6c6f","text":"hello"}}"#
+                            ) == true, "\(infoLines)")
+
                         let (read, readLines) = try await finish(
                             able(["read", address, "\(Self.text)", "--adapter", Guest.central, "--json"]))
                         #expect(read == 0, "\(readLines)")
@@ -108,6 +116,90 @@ extension RealBlueZ {
                     }
                 }
             }
+        }
+
+        @Test func serveAnswersACentralOnHci0() async throws {
+            try await withRig { rig in
+                let child = try able([
+                    "serve", "--adapter", Guest.peripheral, "--name", "served", "--duration", "60", "--json",
+                ])
+                try await withCleanup {
+                    try await eventually("able serve to advertise", timeout: .seconds(30)) {
+                        child.output.contains(#"{"event":"serving""#)
+                    }
+                    // The advertisement is up already: a scan now may miss its one report, so
+                    // retry the scan a few times.
+                    let discovery = try await poll(
+                        every: .milliseconds(100), timeout: .seconds(60), waitingFor: "served"
+                    ) {
+                        () async -> Able.Discovery? in
+                        guard let scan = try? await rig.central.scan(ScanFilter(namePrefix: "served")) else {
+                            return nil
+                        }
+                        return try? await scan.first(timeout: .seconds(5))
+                    }
+                    try await rig.connected(to: discovery) { peripheral in
+                        let level = try await peripheral.read(CharacteristicID(.batteryLevel, service: .batteryService))
+                        #expect(level.count == 1)
+                        try await peripheral.write(
+                            Array("hey".utf8),
+                            to: CharacteristicID(ServeCommandUUIDs.message, service: ServeCommandUUIDs.service))
+                    }
+                    try await eventually("able serve to report the write") {
+                        child.output.contains(
+                            #"{"event":"write","characteristic":"6e400002-b5a3-f393-e0a9-e50e24dcca9e","value":{"hex":"686579","text":"hey"}"#
+                        )
+                    }
+                    _ = Glibc.kill(child.pid, SIGINT)
+                    let (status, lines) = try await finish(child, timeout: .seconds(30))
+                    #expect(status == 130, "\(lines)")
+                    #expect(
+                        lines.contains { $0.hasPrefix(#"{"event":"read","characteristic":"00002a19-"#) }, "\(lines)")
+                    #expect(lines.last == #"{"event":"stopped"}"#, "\(lines)")
+                    try await eventually("hci1 to stop advertising") {
+                        try await rig.bus.bluezProperty(
+                            "ActiveInstances", of: BlueZ.leAdvertisingManager1, at: BlueZ.adapterPath(Guest.peripheral),
+                            as: UInt8.self) == 0
+                    }
+                } cleanup: {
+                    child.kill()
+                }
+            }
+        }
+
+        @Test func l2capConnectTalksToL2CAPListenAcrossTheRadio() async throws {
+            try await withRig { rig in
+                let listener = try able(["l2cap", "listen", "--adapter", Guest.peripheral, "--channels", "1", "--json"])
+                try await withCleanup {
+                    try await eventually("able l2cap listen to listen", timeout: .seconds(30)) {
+                        child(listener, printed: #"{"event":"listening","psm":"#)
+                    }
+                    let psm = try #require(
+                        listener.output.split(separator: "\n").first?.split(separator: ":").last?.dropLast())
+                    let services = [BluetoothUUID.random()]
+                    try await rig.discovering(services, name: "l2") { discovery in
+                        let (status, lines) = try await finish(
+                            able([
+                                "l2cap", "connect", "\(discovery.address)", String(psm), "--adapter", Guest.central,
+                                "--count", "2", "--message", "ping", "--json",
+                            ]))
+                        #expect(status == 0, "\(lines)")
+                        #expect(
+                            lines.filter { $0.contains(#""value":{"hex":"70696e67","text":"ping"},"echoed":true"#) }
+                                .count
+                                == 2, "\(lines)")
+                    }
+                    let (status, lines) = try await finish(listener, timeout: .seconds(30))
+                    #expect(status == 0, "\(lines)")
+                    #expect(lines.last == #"{"event":"closed","channel":1,"echoed":2}"#, "\(lines)")
+                } cleanup: {
+                    listener.kill()
+                }
+            }
+        }
+
+        func child(_ process: ChildProcess, printed prefix: String) -> Bool {
+            process.output.split(separator: "\n").contains { $0.hasPrefix(prefix) }
         }
 
         @Test func ctrlCStopsNotifyCleanly() async throws {
@@ -141,4 +233,10 @@ extension RealBlueZ {
             }
         }
     }
+}
+
+/// The UUIDs `able serve` serves (Sources/AbleCommand/Commands/ServeCommand.swift).
+enum ServeCommandUUIDs {
+    static let service: BluetoothUUID = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
+    static let message: BluetoothUUID = "6E400002-B5A3-F393-E0A9-E50E24DCCA9E"
 }
