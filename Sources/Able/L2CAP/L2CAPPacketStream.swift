@@ -21,9 +21,11 @@
 /// 1,000 SDUs of 672 bytes before reading any.
 ///
 /// **End:** the stream returns `nil` after the last SDU when the channel is closed from either
-/// side, and throws ``BluetoothError`` with ``BluetoothError/Code/disconnected`` when the
-/// connection is reset or the link is lost (on a Bluetooth link the kernel reports a peer's
-/// Disconnection Request this way too). SDUs that arrived before the end are delivered first.
+/// side (on a Bluetooth link, a peer's L2CAP Disconnection Request is such a close), and throws
+/// ``BluetoothError`` with ``BluetoothError/Code/disconnected`` when the connection is reset or
+/// the link under it is lost (`ECONNRESET`, `ECONNABORTED`, `ETIMEDOUT`). SDUs that arrived
+/// before the end are delivered first. Either way, a later ``L2CAPChannel/send(_:)`` throws
+/// ``BluetoothError/Code/disconnected``.
 ///
 /// - Important: Each SDU goes to one iterator. Iterate from one task at a time: a second task
 ///   that waits while another waits gets ``BluetoothError/Code/inProgress``. Cancelling a waiting

@@ -44,9 +44,10 @@ package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     /// Whether the error says the connection is gone: reset by the peer, dropped with the link,
     /// or shut down.
     ///
-    /// The kernel's L2CAP code reports a peer's Disconnection Request as `ECONNRESET` and a lost
-    /// link as the HCI reason's errno (`ETIMEDOUT` for a supervision timeout, `ECONNABORTED`,
-    /// `EHOSTDOWN`); an AF_UNIX peer that closes gives `EPIPE` to senders.
+    /// The kernel's L2CAP code ends a channel whose peer sent a Disconnection Request like a
+    /// closed socket (`recv(2)` returns 0) and reports a lost link as the HCI reason's errno
+    /// (`ECONNRESET` when the peer ended the link, `ECONNABORTED` when this side did, `ETIMEDOUT`
+    /// for a supervision timeout); an AF_UNIX peer that closes gives `EPIPE` to senders.
     package var isDisconnection: Bool {
         switch rawValue {
         case ECONNRESET, EPIPE, ENOTCONN, ECONNABORTED, ETIMEDOUT, EHOSTDOWN, EHOSTUNREACH, ESHUTDOWN, ENETDOWN,
