@@ -28,7 +28,7 @@ let package = Package(
         .target(name: "AbleTestSupport", dependencies: ["AbleDBus"], path: "Tests/Support"),
         .testTarget(name: "AbleDBusTests", dependencies: ["AbleDBus", "AbleTestSupport"]),
         .testTarget(name: "AbleTests", dependencies: ["Able", "AbleDBus", "AbleTestSupport"]),
-        .testTarget(name: "RealBlueZTests", dependencies: ["Able", "AbleDBus"]),
+        .testTarget(name: "RealBlueZTests", dependencies: ["Able", "AbleDBus"], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )
