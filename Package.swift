@@ -35,7 +35,7 @@ let package = Package(
         .testTarget(name: "AbleTests", dependencies: ["Able", "AbleDBus", "AbleTestSupport"]),
         .testTarget(name: "AbleCommandTests", dependencies: ["AbleCommand", "Able", "AbleSimulator", "AbleTestSupport"]),
         .testTarget(name: "AbleSimulatorTests", dependencies: ["Able", "AbleSimulator", "AbleTestSupport"]),
-        .testTarget(name: "RealBlueZTests", dependencies: ["Able", "AbleDBus"]),
+        .testTarget(name: "RealBlueZTests", dependencies: ["Able", "AbleDBus"], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -136,10 +136,10 @@ extension RealBlueZ {
                 }
                 switch outcome {
                 case .success(let count):
-                    #expect(count == 0, "the scan delivered \(count) discoveries, then ended")
+                    Issue.record("the scan ended without an error after \(count) discoveries")
                 case .failure(let error):
                     let code = (error as? BluetoothError)?.code
-                    #expect(code == .daemonUnavailable || code == .notAvailable, "the scan threw \(error)")
+                    #expect(code == .daemonUnavailable, "the scan threw \(error)")
                 }
 
                 // The new bluetoothd serves a new scan (Able must start discovery again).

@@ -125,11 +125,10 @@ extension RealBlueZ {
                     switch outcome {
                     case .success(let value): Issue.record("the read returned \(value) after the link dropped")
                     case .failure(let error):
-                        // BlueZ fails a request the link drop interrupted with ATT's Unlikely Error.
+                        // BlueZ fails a request the link drop interrupted with ATT's Unlikely Error;
+                        // Able reports it as the disconnect it is.
                         let error = try #require(error as? BluetoothError, "the read threw \(error)")
-                        #expect(
-                            error.code == .disconnected || error.attError == .unlikelyError,
-                            "the read threw \(error.debugDescription)")
+                        #expect(error.code == .disconnected, "the read threw \(error.debugDescription)")
                     }
                     #expect(elapsed < .seconds(4.5), "the read failed \(elapsed) after the disconnect")
                     try await eventually("the central to see the link drop") { await !peripheral.isConnected }

@@ -71,6 +71,8 @@ struct BlueZAdapterBackend: AdapterBackend {
                 case .interfacesAdded(let changed, _), .interfacesRemoved(let changed, _),
                     .propertiesChanged(let changed, _, _, _):
                     guard changed == path else { continue }
+                case .serviceLeft:
+                    continue
                 }
                 let state = Self.state(name: name, from: system.tree.properties(of: Self.interface, at: path))
                 if state != last {
@@ -92,6 +94,9 @@ extension BlueZAdapterBackend {
         let id = try await system.discovery.begin(filter, on: path, of: system)
         let task = Task { [system, path] in
             var seen = Set<BluetoothAddress>()
+            // Set once the adapter's object is gone; see below.
+            var verdict: Task<Void, Never>?
+            defer { verdict?.cancel() }
             for await change in changes {
                 // A report's values are those of its announcement, not the tree's latest.
                 let device: DBusObjectPath
@@ -104,10 +109,20 @@ extension BlueZAdapterBackend {
                 where properties.keys.contains(where: Self.reportProperties.contains):
                     device = changed
                     reported = properties
-                case .interfacesRemoved(path, let interfaces) where interfaces.contains(Self.interface):
-                    continuation.finish(
-                        throwing: BluetoothError(.notAvailable, message: "adapter \(path.lastElement) went away"))
+                case .serviceLeft:
+                    let error = BluetoothError(.daemonUnavailable, message: "bluetoothd left the bus during the scan")
+                    continuation.finish(throwing: error)
                     return
+                case .interfacesRemoved(path, let interfaces) where interfaces.contains(Self.interface):
+                    // A stopping bluetoothd removes its adapters before it leaves the bus: the
+                    // adapter alone went away only if bluetoothd stays a moment longer.
+                    guard verdict == nil else { continue }
+                    verdict = Task {
+                        guard (try? await Task.sleep(for: Self.daemonExitGrace)) != nil else { return }
+                        continuation.finish(
+                            throwing: BluetoothError(.notAvailable, message: "adapter \(path.lastElement) went away"))
+                    }
+                    continue
                 default:
                     continue
                 }
@@ -135,6 +150,10 @@ extension BlueZAdapterBackend {
     func gattServerBackend() async throws -> any GATTServerBackend {
         BlueZGATTApplication(system: system, adapter: path)
     }
+
+    /// How long a scan whose adapter went away waits for bluetoothd to leave the bus, to say
+    /// ``BluetoothError/Code/daemonUnavailable`` rather than ``BluetoothError/Code/notAvailable``.
+    static let daemonExitGrace = Duration.seconds(2)
 
     /// Device properties whose change means a new advertising report arrived.
     static let reportProperties: Set<String> = ["RSSI", "ManufacturerData", "ServiceData", "TxPower"]

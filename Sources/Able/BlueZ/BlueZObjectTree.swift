@@ -6,6 +6,9 @@ enum ObjectTreeChange: Sendable {
     case interfacesAdded(DBusObjectPath, [String: [String: DBusVariant]])
     case interfacesRemoved(DBusObjectPath, [String])
     case propertiesChanged(DBusObjectPath, interface: String, changed: [String: DBusVariant], invalidated: [String])
+    /// The service left the bus (bluetoothd stopped or the connection was lost); the removal of
+    /// every object follows.
+    case serviceLeft
 }
 
 /// The objects of one D-Bus service with an `ObjectManager` at `/` (BlueZ), tracked once per
@@ -36,6 +39,9 @@ final class BlueZObjectTree: Sendable {
                 guard objects[path]?[interface] != nil else { return false }
                 objects[path]![interface]!.merge(changed) { $1 }
                 for name in invalidated { objects[path]![interface]![name] = nil }
+            case .serviceLeft:
+                guard owner != nil else { return false }
+                owner = nil
             }
             return true
         }
@@ -171,12 +177,12 @@ final class BlueZObjectTree: Sendable {
     /// Removes every object, as happens when the service leaves the bus.
     fileprivate func vanish() {
         let removals = state.withLock { state in
-            state.owner = nil
-            return state.objects.sorted { $0.key < $1.key }.map {
+            state.objects.sorted { $0.key < $1.key }.map {
                 ObjectTreeChange.interfacesRemoved($0.key, Array($0.value.keys))
             }
         }
-        publish(removals)
+        // Announced first, so that listeners can tell the objects' removal from BlueZ's own.
+        publish([.serviceLeft] + removals)
     }
 
     static func change(from signal: DBusSignal) -> ObjectTreeChange? {

@@ -170,26 +170,77 @@ struct BlueZPeripheralBackend: PeripheralBackend {
     }
 
     func read(_ characteristic: GATTCharacteristic, offset: Int) async throws -> [UInt8] {
-        let reply = try await system.call(
-            try objectPath(characteristic.handle), Self.characteristic, "ReadValue", [Self.options(offset: offset)])
+        let path = try objectPath(characteristic.handle)
+        let reply = try await request("read of \(characteristic.uuid)") {
+            try await system.call(path, Self.characteristic, "ReadValue", [Self.options(offset: offset)])
+        }
         return try reply.first.unwrapped("ReadValue").decode([UInt8].self)
     }
 
     func write(_ value: [UInt8], to characteristic: GATTCharacteristic, type: WriteType) async throws {
-        _ = try await system.call(
-            try objectPath(characteristic.handle), Self.characteristic, "WriteValue",
-            [.bytes(value), Self.options(type: type == .withResponse ? "request" : "command")])
+        let path = try objectPath(characteristic.handle)
+        _ = try await request("write of \(characteristic.uuid)") {
+            try await system.call(
+                path, Self.characteristic, "WriteValue",
+                [.bytes(value), Self.options(type: type == .withResponse ? "request" : "command")])
+        }
     }
 
     func read(_ descriptor: GATTDescriptor) async throws -> [UInt8] {
-        let reply = try await system.call(
-            try objectPath(descriptor.handle), Self.descriptor, "ReadValue", [Self.options()])
+        let path = try objectPath(descriptor.handle)
+        let reply = try await request("read of descriptor \(descriptor.uuid)") {
+            try await system.call(path, Self.descriptor, "ReadValue", [Self.options()])
+        }
         return try reply.first.unwrapped("ReadValue").decode([UInt8].self)
     }
 
     func write(_ value: [UInt8], to descriptor: GATTDescriptor) async throws {
-        _ = try await system.call(
-            try objectPath(descriptor.handle), Self.descriptor, "WriteValue", [.bytes(value), Self.options()])
+        let path = try objectPath(descriptor.handle)
+        _ = try await request("write of descriptor \(descriptor.uuid)") {
+            try await system.call(path, Self.descriptor, "WriteValue", [.bytes(value), Self.options()])
+        }
+    }
+
+    /// How long a failed request waits for BlueZ to report the link down before the failure is
+    /// taken for what BlueZ said.
+    static let linkLossGrace = Duration.seconds(2)
+
+    /// Runs a GATT request, reporting a failure caused by the link dropping as
+    /// ``BluetoothError/Code/disconnected``.
+    ///
+    /// BlueZ fails a request the link drop interrupted with ATT's Unlikely Error
+    /// (`Failed: Operation failed with ATT error: 0x0e`), or `NotConnected`, often before it
+    /// announces `Connected = false`: such a failure means a disconnect when the device is, or
+    /// becomes within ``linkLossGrace``, disconnected. The original error is the cause.
+    private func request<T: Sendable>(_ what: String, _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as BluetoothError where error.attError == .unlikelyError || error.code == .notConnected {
+            guard await becomesDisconnected(within: Self.linkLossGrace) else { throw error }
+            throw BluetoothError(
+                .disconnected, message: "\(address) disconnected during the \(what)", cause: error,
+                bluezName: error.bluezName, attError: error.attError)
+        }
+    }
+
+    /// Whether the device is disconnected now, or is within `grace`.
+    private func becomesDisconnected(within grace: Duration) async -> Bool {
+        // Listen first, so a change between the check and the wait is not missed.
+        let changes = system.tree.changes()
+        // The tree may lack a Connected = true BlueZ did not announce: ask before trusting it.
+        if (try? await system.tree.refresh(Self.device, at: path)) == nil || !isConnected { return true }
+        return await withTaskGroup(of: Bool.self) { [self] group in
+            group.addTask {
+                for await _ in changes where !isConnected { return true }
+                return false
+            }
+            group.addTask {
+                try? await Task.sleep(for: grace)
+                return false
+            }
+            defer { group.cancelAll() }
+            return await group.next() ?? false
+        }
     }
 
     func mtu(of characteristic: GATTCharacteristic) -> Int? {

@@ -142,7 +142,8 @@ public actor Peripheral {
     ///
     /// The corresponding BlueZ method is `org.bluez.GattCharacteristic1.WriteValue`.
     /// - Throws: ``BluetoothError/Code/valueTooLong`` before sending anything when `value` is longer
-    ///   than ``maximumWriteLength(for:type:)``; otherwise what the peripheral answered.
+    ///   than ``maximumWriteLength(for:type:)``; ``BluetoothError/Code/disconnected`` when the
+    ///   link drops; otherwise what the peripheral answered.
     public func write(
         _ value: [UInt8], to identifier: some CharacteristicIdentifier, type: WriteType = .withResponse
     ) async throws {
@@ -161,6 +162,8 @@ public actor Peripheral {
     /// Reads a descriptor's value.
     ///
     /// The corresponding BlueZ method is `org.bluez.GattDescriptor1.ReadValue`.
+    /// - Throws: ``BluetoothError``, with ``BluetoothError/attError`` set when the peripheral
+    ///   answered with an ATT error; ``BluetoothError/Code/disconnected`` when the link drops.
     public func read(_ identifier: some DescriptorIdentifier) async throws -> [UInt8] {
         let descriptor = try descriptor(identifier)
         return try await queue.run { [backend] in try await backend.read(descriptor) }
@@ -169,6 +172,9 @@ public actor Peripheral {
     /// Writes a descriptor's value.
     ///
     /// The corresponding BlueZ method is `org.bluez.GattDescriptor1.WriteValue`.
+    /// - Throws: ``BluetoothError/Code/valueTooLong`` before sending anything when `value` is
+    ///   longer than 512 bytes; ``BluetoothError/Code/disconnected`` when the link drops;
+    ///   otherwise what the peripheral answered.
     public func write(_ value: [UInt8], to identifier: some DescriptorIdentifier) async throws {
         let descriptor = try descriptor(identifier)
         guard value.count <= 512 else {

@@ -7,7 +7,9 @@ import Synchronization
 ///
 /// **Lifetime:** the scan runs until iteration ends (the loop is left), the iterating task is
 /// cancelled, or the stream is discarded, iterated or not; when the last scan of the adapter ends, Able stops discovery in BlueZ.
-/// The stream throws when the adapter or `bluetoothd` goes away.
+/// The stream throws ``BluetoothError`` with ``BluetoothError/Code/daemonUnavailable`` when
+/// `bluetoothd` leaves the bus (it stopped or restarted), and with
+/// ``BluetoothError/Code/notAvailable`` when the adapter alone goes away.
 public struct ScanStream: AsyncSequence, Sendable {
     public typealias Element = Discovery
     typealias Base = AsyncThrowingStream<Discovery, any Error>

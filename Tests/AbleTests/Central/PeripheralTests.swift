@@ -144,6 +144,24 @@ struct PeripheralTests {
         }
     }
 
+    @Test(arguments: [true, false])
+    func anUnlikelyErrorIsADisconnectOnlyWhenTheLinkDrops(linkDrops: Bool) async throws {
+        try await withDevice { _, device, _, peripheral in
+            try await peripheral.connect(timeout: .seconds(5))
+            device.readFailure.value = ("org.bluez.Error.Failed", "Operation failed with ATT error: 0x0e", linkDrops)
+            let error = await #expect(throws: BluetoothError.self) { try await peripheral.read(SeedCharacteristic.a1) }
+            if linkDrops {
+                #expect(error?.code == .disconnected, "\(String(describing: error))")
+                #expect((error?.cause as? BluetoothError)?.attError == .unlikelyError)
+                #expect(await !peripheral.isConnected)
+            } else {
+                #expect(error?.code == .attError, "\(String(describing: error))")
+                #expect(error?.attError == .unlikelyError)
+                #expect(await peripheral.isConnected)
+            }
+        }
+    }
+
     @Test func aRefusedConnectionKeepsBlueZsReason() async throws {
         try await withDevice { _, device, _, peripheral in
             device.connectFailure.value = ("org.bluez.Error.Failed", "le-connection-abort-by-local")

@@ -95,6 +95,27 @@ struct ScanTests {
         }
     }
 
+    @Test(arguments: [false, true])
+    func bluetoothdLeavingTheBusEndsTheScanAsDaemonUnavailable(adapterRemovedFirst: Bool) async throws {
+        try await withScanningAdapter { fake, adapter in
+            let scan = try await adapter.scan()
+            // A stopping bluetoothd removes its adapters before it leaves the bus.
+            if adapterRemovedFirst { await fake.connection.unexport("/org/bluez/hci0") }
+            await fake.connection.close()
+            let error = await #expect(throws: BluetoothError.self) { for try await _ in scan {} }
+            #expect(error?.code == .daemonUnavailable, "\(String(describing: error))")
+        }
+    }
+
+    @Test func anAdapterThatGoesAwayAloneEndsTheScanAsNotAvailable() async throws {
+        try await withScanningAdapter { fake, adapter in
+            let scan = try await adapter.scan()
+            await fake.connection.unexport("/org/bluez/hci0")
+            let error = await #expect(throws: BluetoothError.self) { for try await _ in scan {} }
+            #expect(error?.code == .notAvailable, "\(String(describing: error))")
+        }
+    }
+
     @Test func advertisedDataIsDecodedFromTheDeviceProperties() throws {
         let properties: [String: DBusVariant] = [
             "Address": DBusVariant("00:AA:01:01:00:01"), "AddressType": DBusVariant("random"),

@@ -29,6 +29,10 @@ final class FakeDevice: Sendable {
     let connectFailure = Locked<(String, String)?>(nil)
     /// Makes `Connect` never finish resolving services.
     let neverResolves = Locked(false)
+    /// Makes characteristic reads fail with this BlueZ error name and message, and, when
+    /// `thenDisconnect` is set, drops the link 100 ms later, as BlueZ fails a read the link
+    /// drop interrupted before it announces the disconnect.
+    let readFailure = Locked<(name: String, message: String, thenDisconnect: Bool)?>(nil)
 
     init(
         path: DBusObjectPath, connection: DBusConnection, services: [Service], announcesConnected: Bool,
@@ -142,6 +146,15 @@ final class FakeDevice: Sendable {
                         DBusMethod("ReadValue", in: "a{sv}", out: "ay") { _ in
                             guard device.state.value["Connected"] == .boolean(true) else {
                                 throw DBusError("org.bluez.Error.Failed", "Not connected")
+                            }
+                            if let failure = device.readFailure.value {
+                                if failure.thenDisconnect {
+                                    Task {
+                                        try? await Task.sleep(for: .milliseconds(100))
+                                        await device.disconnect()
+                                    }
+                                }
+                                throw DBusError(DBusError.Name(rawValue: failure.name), failure.message)
                             }
                             return [.bytes(values.value[path] ?? [])]
                         },
