@@ -3,14 +3,23 @@
 // what it sends from the server's echo loop.
 //
 // swift run L2CAPEcho hci1 hci0     server on hci1, central on hci0 (real BlueZ, two adapters)
+// swift run L2CAPEcho --simulated   both on a simulated radio, the channel over a socketpair
 import Able
+import AbleSimulator
 
 let echoService: BluetoothUUID = "0C5E8F00-6A1D-4C43-9E4B-3D1A0E6C1A01"
 let psmCharacteristic: BluetoothUUID = "0C5E8F01-6A1D-4C43-9E4B-3D1A0E6C1A01"
 
 let arguments = CommandLine.arguments.dropFirst()
-let serverAdapter = try await Adapter.named(arguments.first ?? "hci1")
-let centralAdapter = try await Adapter.named(arguments.dropFirst().first ?? "hci0")
+let radio = arguments.first == "--simulated" ? SimulatedRadio() : nil
+let serverAdapter =
+    if let radio { radio.makeAdapter(name: "server") } else { try await Adapter.named(arguments.first ?? "hci1") }
+let centralAdapter =
+    if let radio {
+        radio.makeAdapter(name: "central")
+    } else {
+        try await Adapter.named(arguments.dropFirst().first ?? "hci0")
+    }
 
 // Server: a listener on a free PSM, a characteristic that reads (and indicates) it, an echo loop.
 let listener = try await serverAdapter.listenL2CAP()

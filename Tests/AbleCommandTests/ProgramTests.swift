@@ -90,6 +90,17 @@ struct ProgramTests {
         #expect(lines.last == "closed")
     }
 
+    @Test("Snippets/L2CAPEcho.swift publishes a PSM, opens the channel and gets each message back")
+    func l2capEchoSnippet() throws {
+        let result = try run("L2CAPEcho", ["--simulated"])
+        #expect(result.status == 0, "\(result.error)")
+        let lines = result.out.split(separator: "\n").map(String.init)
+        #expect(lines.first?.hasPrefix("server: listening on PSM 0x00") == true, "\(result.out)")
+        #expect(
+            lines.filter { $0.hasPrefix("central: echoed") && $0.hasSuffix("the same") }.count == 3, "\(result.out)")
+        #expect(lines.last == "done")
+    }
+
     @Test("Snippets/DBusTour.swift runs on a private bus")
     func dbusTourSnippet() throws {
         let bus = try PrivateBus()
