@@ -29,13 +29,21 @@ struct L2CAPFlowControlTests {
 
         var received = 0
         var mostBuffered = 0
-        for try await packet in receiver.packets {
-            #expect(packet == [UInt8](repeating: UInt8(truncatingIfNeeded: received), count: 1000))
-            received += 1
-            mostBuffered = max(mostBuffered, receiver.bufferedPacketCount)
-            if received % 50 == 0 { try await Task.sleep(for: .milliseconds(2)) }
-            if received == count { break }
+        var packets = receiver.packets.makeAsyncIterator()
+        func take(_ number: Int) async throws {
+            for _ in 0..<number {
+                let packet = try #require(try await packets.next())
+                #expect(packet == [UInt8](repeating: UInt8(truncatingIfNeeded: received), count: 1000))
+                received += 1
+                mostBuffered = max(mostBuffered, receiver.bufferedPacketCount)
+            }
         }
+        // Down to the low watermark: reading restarts, refills to the high one and stops again
+        // (the sender has far more than that to send).
+        try await take(watermarks.high - watermarks.low)
+        try await waitUntil { receiver.readPauseCount >= 2 }
+        #expect(receiver.bufferedPacketCount == watermarks.high)
+        try await take(count - received)
         try await sending.value
         #expect(received == count)
         #expect(mostBuffered <= watermarks.high)
