@@ -46,6 +46,10 @@ public struct WriteRequest: Sendable {
     /// Where in the attribute's value they go.
     public var offset: Int
     /// How the central wrote.
+    ///
+    /// - Important: BlueZ does not tell a GATT server how a central wrote (its `WriteValue`
+    ///   options have no write type), so on BlueZ this is ``Kind/request`` for a Write Command
+    ///   too; the simulated radio reports ``Kind/command``.
     public var kind: Kind
     /// Who writes, when BlueZ says.
     public var central: Central?
