@@ -1,6 +1,10 @@
 import CDBus
 import Dispatch
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The dispatch source behind one libdbus watch, stored as the watch's data.
 final class WatchSource {
     private let source: any DispatchSourceProtocol
@@ -15,12 +19,23 @@ final class WatchSource {
         let flags = dbus_watch_get_flags(watch)
         let watched =
             flags & DBUS_WATCH_READABLE.rawValue != 0 ? DBUS_WATCH_READABLE.rawValue : DBUS_WATCH_WRITABLE.rawValue
-        let fd = dbus_watch_get_unix_fd(watch)
+        // The source watches a duplicate of libdbus's descriptor and closes it only once the source
+        // is cancelled. libdbus closes its own descriptor right after removing the watch, while
+        // libdispatch unregisters a cancelled source later, on its manager thread; had the source
+        // watched that descriptor, a new socket reusing its number in between (another connection)
+        // would meet the old registration, and libdispatch crashes on that
+        // (`_dispatch_source_refs_finalize_unregistration`). The duplicate shares the socket, so
+        // it is readable and writable exactly when libdbus's descriptor is.
+        // (Out of descriptors, it watches libdbus's own and takes its chances.)
+        let original = dbus_watch_get_unix_fd(watch)
+        let duplicate = fcntl(original, F_DUPFD_CLOEXEC, 0)
+        let fd = duplicate >= 0 ? duplicate : original
         let source: any DispatchSourceProtocol =
             watched == DBUS_WATCH_READABLE.rawValue
             ? DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
             : DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
         source.setEventHandler { handle(watched) }
+        if duplicate >= 0 { source.setCancelHandler { close(duplicate) } }
         let watchSource = WatchSource(source: source)
         dbus_watch_set_data(watch, Unmanaged.passRetained(watchSource).toOpaque()) { data in
             Unmanaged<WatchSource>.fromOpaque(data!).release()
