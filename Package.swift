@@ -28,10 +28,12 @@ let package = Package(
             path: "Benchmarks/AbleBenchmarks"
         ),
         .target(name: "AbleTestSupport", dependencies: ["AbleDBus"], path: "Tests/Support"),
+        .target(name: "AbleScenarios", dependencies: ["Able"], path: "Tests/Scenarios"),
         .testTarget(name: "AbleDBusTests", dependencies: ["AbleDBus", "AbleTestSupport"]),
         .testTarget(name: "AbleTests", dependencies: ["Able", "AbleDBus", "AbleTestSupport"]),
-        .testTarget(name: "AbleSimulatorTests", dependencies: ["Able", "AbleSimulator", "AbleTestSupport"]),
-        .testTarget(name: "RealBlueZTests", dependencies: ["Able", "AbleDBus"]),
+        .testTarget(
+            name: "AbleSimulatorTests", dependencies: ["Able", "AbleSimulator", "AbleScenarios", "AbleTestSupport"]),
+        .testTarget(name: "RealBlueZTests", dependencies: ["Able", "AbleDBus", "AbleScenarios"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -114,14 +114,15 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
                     let id = AttributeID(service: serviceIndex, characteristic: index)
                     return GATTCharacteristic(
                         uuid: characteristic.uuid, serviceUUID: service.uuid, properties: characteristic.properties,
-                        descriptors: characteristic.descriptors.enumerated().map { descriptorIndex, descriptor in
-                            GATTDescriptor(
-                                uuid: descriptor.uuid, characteristicUUID: characteristic.uuid,
-                                handle: AttributeID(
-                                    service: serviceIndex, characteristic: index, descriptor: descriptorIndex
-                                )
-                                .handle)
-                        }, handle: id.handle)
+                        descriptors: cccd(of: characteristic, id)
+                            + characteristic.descriptors.enumerated().map { descriptorIndex, descriptor in
+                                GATTDescriptor(
+                                    uuid: descriptor.uuid, characteristicUUID: characteristic.uuid,
+                                    handle: AttributeID(
+                                        service: serviceIndex, characteristic: index, descriptor: descriptorIndex
+                                    )
+                                    .handle)
+                            }, handle: id.handle)
                 }, handle: "\(serviceIndex)")
         }
     }
@@ -140,11 +141,21 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
     }
 
     func read(_ descriptor: GATTDescriptor) async throws -> [UInt8] {
-        try await attribute { try await $0.read($1, central: Central(address: central), offset: 0, mtu: mtu) }(
+        if let characteristic = AttributeID(cccdHandle: descriptor.handle) {
+            _ = try core()
+            let key = RadioState.SubscriptionKey(central: central, peripheral: address, attribute: characteristic)
+            let subscribed = radio.state.withLock { $0.subscriptions[key]?.isEmpty == false }
+            return [subscribed ? 0x01 : 0x00, 0x00]
+        }
+        return try await attribute { try await $0.read($1, central: Central(address: central), offset: 0, mtu: mtu) }(
             descriptor.handle)
     }
 
     func write(_ value: [UInt8], to descriptor: GATTDescriptor) async throws {
+        if AttributeID(cccdHandle: descriptor.handle) != nil {
+            // BlueZ keeps the Client Characteristic Configuration to itself: subscribe instead.
+            throw BluetoothError.fromBlueZ(name: "org.bluez.Error.NotPermitted", message: "Write not permitted")
+        }
         try await attribute {
             try await $0.write(
                 $1, value: value, offset: 0, kind: .request, central: Central(address: central), mtu: mtu)
@@ -175,12 +186,12 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             if dropLink {
                 radio.disconnect(central: central, peripheral: address, reason: "the link dropped during a request")
             }
-            if let injected { throw BluetoothError(attError: injected) }
+            if let injected { throw BluetoothError.asBlueZReports(injected) }
             let result: T
             do {
                 result = try await operation(core, id)
             } catch let error as ATTError {
-                throw BluetoothError(attError: error)
+                throw BluetoothError.asBlueZReports(error)
             }
             // A request whose link dropped while it was in flight gets no answer.
             guard isConnected else {
@@ -209,7 +220,8 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             return (subscriptionID, first, state.devices[address]?.events)
         }
         _ = core
-        if first { events?.subscriptionChanged(Central(address: central), id, true) }
+        // BlueZ does not tell a GATT server which central subscribed.
+        if first { events?.subscriptionChanged(nil, id, true) }
         continuation.onTermination { [radio] in
             let (last, events) = radio.state.withLock { state -> (Bool, GATTServerEvents?) in
                 guard state.subscriptions[key]?.removeValue(forKey: subscriptionID) != nil else { return (false, nil) }
@@ -217,12 +229,56 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
                 if last { state.subscriptions[key] = nil }
                 return (last, state.devices[key.peripheral]?.events)
             }
-            if last { events?.subscriptionChanged(Central(address: key.central), id, false) }
+            if last { events?.subscriptionChanged(nil, id, false) }
         }
     }
 }
 
+/// The Client Characteristic Configuration descriptor BlueZ shows for a characteristic that
+/// notifies or indicates, ahead of the declared descriptors as in BlueZ's handle order.
+private func cccd(of characteristic: Characteristic, _ id: AttributeID) -> [GATTDescriptor] {
+    guard !characteristic.properties.isDisjoint(with: [.notify, .indicate]) else { return [] }
+    return [
+        GATTDescriptor(
+            uuid: .clientCharacteristicConfiguration, characteristicUUID: characteristic.uuid,
+            handle: id.handle + ".cccd")
+    ]
+}
+
+extension BluetoothError {
+    /// The error the BlueZ backend gives when a remote GATT server answers `error`: BlueZ turns
+    /// ATT errors into D-Bus errors (`create_gatt_dbus_error` in BlueZ's `src/gatt-client.c`),
+    /// and the backend maps those.
+    static func asBlueZReports(_ error: ATTError) -> BluetoothError {
+        let (name, message): (String, String) =
+            switch error {
+            case .readNotPermitted: ("NotPermitted", "Read not permitted")
+            case .writeNotPermitted: ("NotPermitted", "Write not permitted")
+            case .insufficientAuthentication, .insufficientEncryption, .insufficientEncryptionKeySize:
+                ("NotPermitted", "Not paired")
+            case .invalidOffset: ("InvalidArguments", "Invalid offset")
+            case .invalidAttributeValueLength: ("InvalidArguments", "Invalid Length")
+            case .insufficientAuthorization: ("NotAuthorized", "Operation Not Authorized")
+            case .requestNotSupported: ("NotSupported", "Operation is not supported")
+            default: ("Failed", "Operation failed with ATT error: 0x" + String(error.rawValue, radix: 16).leftPadded(2))
+            }
+        return BluetoothError.fromBlueZ(name: "org.bluez.Error." + name, message: message)
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(_ width: Int) -> String {
+        String(repeating: "0", count: max(0, width - count)) + self
+    }
+}
+
 extension AttributeID {
+    /// The characteristic whose Client Characteristic Configuration `handle` names.
+    init?(cccdHandle handle: String) {
+        guard handle.hasSuffix(".cccd") else { return nil }
+        self.init(handle: String(handle.dropLast(5)))
+    }
+
     /// The opaque handle a simulated attribute is known by.
     var handle: String { "\(service).\(characteristic)" + (descriptor.map { ".\($0)" } ?? "") }
 

@@ -2,14 +2,14 @@ import Able
 import AbleSimulator
 import Testing
 
-enum HeartRate: String, ServiceIdentifier {
+enum Sensor: String, ServiceIdentifier {
     case service = "180D"
 }
 
-enum HeartRateCharacteristic: String, CharacteristicIdentifier {
+enum SensorCharacteristic: String, CharacteristicIdentifier {
     case measurement = "2A37"
     case bodySensorLocation = "2A38"
-    var service: any ServiceIdentifier { HeartRate.service }
+    var service: any ServiceIdentifier { Sensor.service }
 }
 
 /// Each fault the simulated radio injects, seen through the public API as BlueZ would show it.
@@ -24,11 +24,11 @@ struct FaultInjectionTests {
     init() {
         peripheral = radio.addPeripheral(
             address: Self.address,
-            advertisement: Advertisement(localName: "HRM", serviceUUIDs: [HeartRate.service.uuid])
+            advertisement: Advertisement(localName: "HRM", serviceUUIDs: [Sensor.service.uuid])
         ) {
-            Service(HeartRate.service) {
-                Characteristic(HeartRateCharacteristic.measurement, properties: .notify)
-                Characteristic(HeartRateCharacteristic.bodySensorLocation, properties: .read, value: [1])
+            Service(Sensor.service) {
+                Characteristic(SensorCharacteristic.measurement, properties: .notify)
+                Characteristic(SensorCharacteristic.bodySensorLocation, properties: .read, value: [1])
             }
         }
         device = radio.makeAdapter().peripheral(address: Self.address)
@@ -68,10 +68,10 @@ struct FaultInjectionTests {
 
     @Test func aReadInFlightWhenTheLinkDropsThrowsDisconnected() async throws {
         try await device.connect()
-        let stream = try await device.notifications(of: HeartRateCharacteristic.measurement)
+        let stream = try await device.notifications(of: SensorCharacteristic.measurement)
         peripheral.dropLinkDuringNextRequest()
         let error = await #expect(throws: BluetoothError.self) {
-            try await device.read(HeartRateCharacteristic.bodySensorLocation)
+            try await device.read(SensorCharacteristic.bodySensorLocation)
         }
         #expect(error?.code == .disconnected)
         let ended = await #expect(throws: BluetoothError.self) { for try await _ in stream {} }
@@ -98,7 +98,7 @@ struct FaultInjectionTests {
         let adapter = radio.makeAdapter()
         let central = adapter.peripheral(address: Self.address)
         try await central.connect()
-        let notifications = try await central.notifications(of: HeartRateCharacteristic.measurement)
+        let notifications = try await central.notifications(of: SensorCharacteristic.measurement)
         let scan = try await adapter.scan(ScanFilter(namePrefix: "nothing"))
         try await adapter.setPowered(false)
         let ended = await #expect(throws: BluetoothError.self) { for try await _ in notifications {} }
@@ -110,23 +110,31 @@ struct FaultInjectionTests {
         #expect(radio.openResources.isEmpty)
     }
 
-    @Test(arguments: [ATTError.insufficientAuthentication, .readNotPermitted, ATTError(rawValue: 0x80)])
-    func aServerAnswersTheNextRequestWithAnATTError(_ attError: ATTError) async throws {
+    /// BlueZ turns a remote ATT error into a D-Bus error, which the error codes follow.
+    @Test(arguments: [
+        (ATTError.insufficientAuthentication, BluetoothError.Code.notPermitted, "Not paired"),
+        (.readNotPermitted, .notPermitted, "Read not permitted"),
+        (ATTError(rawValue: 0x80), .attError, "Operation failed with ATT error: 0x80"),
+    ])
+    func aServerAnswersTheNextRequestWithAnATTError(
+        _ attError: ATTError, code: BluetoothError.Code, message: String
+    ) async throws {
         try await device.connect()
         peripheral.failNextRequest(with: attError)
         let error = await #expect(throws: BluetoothError.self) {
-            try await device.read(HeartRateCharacteristic.bodySensorLocation)
+            try await device.read(SensorCharacteristic.bodySensorLocation)
         }
-        #expect(error?.attError == attError)
-        #expect(try await device.read(HeartRateCharacteristic.bodySensorLocation) == [1])
+        #expect(error?.code == code)
+        #expect(error?.message == message)
+        #expect(try await device.read(SensorCharacteristic.bodySensorLocation) == [1])
         try await device.disconnect()
     }
 
     @Test func droppedNotificationsNeverArrive() async throws {
         try await device.connect()
-        let stream = try await device.notifications(of: HeartRateCharacteristic.measurement)
+        let stream = try await device.notifications(of: SensorCharacteristic.measurement)
         peripheral.dropNotifications(2)
-        for value in 1...5 { peripheral.notify(HeartRateCharacteristic.measurement.uuid, value: [0, UInt8(value)]) }
+        for value in 1...5 { peripheral.notify(SensorCharacteristic.measurement.uuid, value: [0, UInt8(value)]) }
         var received: [[UInt8]] = []
         for try await value in stream.prefix(3) { received.append(value) }
         #expect(received == [[0, 3], [0, 4], [0, 5]])
@@ -136,11 +144,11 @@ struct FaultInjectionTests {
 
     @Test func delayedNotificationsArriveLateInSimulatedTime() async throws {
         try await device.connect()
-        let stream = try await device.notifications(of: HeartRateCharacteristic.measurement)
+        let stream = try await device.notifications(of: SensorCharacteristic.measurement)
         peripheral.delayNotifications(by: .milliseconds(750))
         let sent = radio.clock.now
-        peripheral.notify(HeartRateCharacteristic.measurement.uuid, value: [0, 60])
-        peripheral.notify(HeartRateCharacteristic.measurement.uuid, value: [0, 61])
+        peripheral.notify(SensorCharacteristic.measurement.uuid, value: [0, 60])
+        peripheral.notify(SensorCharacteristic.measurement.uuid, value: [0, 61])
         var received: [[UInt8]] = []
         for try await value in stream.prefix(2) { received.append(value) }
         #expect(received == [[0, 60], [0, 61]])
@@ -152,7 +160,7 @@ struct FaultInjectionTests {
         let adapter = radio.makeAdapter()
         let central = adapter.peripheral(address: Self.address)
         try await central.connect()
-        let stream = try await central.notifications(of: HeartRateCharacteristic.measurement)
+        let stream = try await central.notifications(of: SensorCharacteristic.measurement)
         let scan = try await adapter.scan()
         let listener = try await adapter.listenL2CAP()
         let open = radio.openResources

@@ -1,3 +1,5 @@
+import CBluetooth
+
 #if canImport(Glibc)
     import Glibc
 #endif
