@@ -24,7 +24,7 @@ let package = Package(
         .target(name: "AbleSimulator", dependencies: ["Able"]),
         .executableTarget(
             name: "AbleBenchmarks",
-            dependencies: ["Able", "AbleDBus"],
+            dependencies: ["Able", "AbleDBus", "AbleSimulator"],
             path: "Benchmarks/AbleBenchmarks"
         ),
         .target(name: "AbleTestSupport", dependencies: ["AbleDBus"], path: "Tests/Support"),
