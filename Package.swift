@@ -27,15 +27,17 @@ let package = Package(
         .target(name: "AbleSimulator", dependencies: ["Able"]),
         .executableTarget(
             name: "AbleBenchmarks",
-            dependencies: ["Able", "AbleDBus"],
+            dependencies: ["Able", "AbleDBus", "AbleSimulator"],
             path: "Benchmarks/AbleBenchmarks"
         ),
         .target(name: "AbleTestSupport", dependencies: ["AbleDBus"], path: "Tests/Support"),
+        .target(name: "AbleScenarios", dependencies: ["Able"], path: "Tests/Scenarios"),
         .testTarget(name: "AbleDBusTests", dependencies: ["AbleDBus", "AbleTestSupport"]),
         .testTarget(name: "AbleTests", dependencies: ["Able", "AbleDBus", "AbleTestSupport"]),
         .testTarget(name: "AbleCommandTests", dependencies: ["AbleCommand", "Able", "AbleSimulator", "AbleTestSupport"]),
-        .testTarget(name: "AbleSimulatorTests", dependencies: ["Able", "AbleSimulator", "AbleTestSupport"]),
-        .testTarget(name: "RealBlueZTests", dependencies: ["Able", "AbleDBus"], exclude: ["Fixtures"]),
+        .testTarget(
+            name: "AbleSimulatorTests", dependencies: ["Able", "AbleSimulator", "AbleScenarios", "AbleTestSupport"]),
+        .testTarget(name: "RealBlueZTests", dependencies: ["Able", "AbleDBus", "AbleScenarios"], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

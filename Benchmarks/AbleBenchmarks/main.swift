@@ -2,7 +2,7 @@
 // in `Benchmarks/C` does through libdbus (`signals` is `signal-receiver.c`, `central-notifications`
 // is `signal-receiver.c … notify`, `server-readvalue` is `gatt-server.c`; `l2cap` does through
 // Able's L2CAPChannel what `l2cap-socketpair.c` does with plain sockets), and prints the same
-// `result` line.
+// `result` line. `sim-cycle` has no C counterpart: it times the simulated radio alone.
 //
 // To add a command, add an entry to `commands`: its name, its arguments after the name, and what
 // it runs. Arguments are read with `integer(_:)` and `placement(_:)`.
@@ -39,6 +39,9 @@ let commands: [Command] = [
     Command(name: "l2cap", arguments: ["SIZE", "N", "WARMUP", "global|shared"]) { a in
         try await runL2CAP(
             size: integer(a[0]), count: integer(a[1]), warmup: integer(a[2]), placement: placement(a[3]))
+    },
+    Command(name: "sim-cycle", arguments: ["N", "WARMUP"]) { a in
+        try await runSimulatorCycles(count: integer(a[0]), warmup: integer(a[1]))
     },
 ]
 

@@ -1,4 +1,5 @@
 import Able
+
 /// Everything on a simulated radio; kept behind the radio's mutex.
 struct RadioState {
     struct Connection: Hashable, CustomStringConvertible {
@@ -18,6 +19,8 @@ struct RadioState {
         var adapter: BluetoothAddress
         var filter: ScanFilter
         var continuation: ScanStream.Continuation
+        /// The clock's tokens of the deliveries scheduled for this scan, cancelled when it ends.
+        var pendingDeliveries: [UInt64] = []
     }
 
     struct ListenerKey: Hashable {
@@ -73,11 +76,18 @@ struct SimulatedDevice {
     var core: GATTServerCore?
     var events: GATTServerEvents?
     var isAdvertising = true
+    var isInRange = true
     var connectFailure: (String, String)?
     var paired: Set<BluetoothAddress> = []
+    var timing = SimulatedPeripheral.Timing()
+    var servicesResolve = true
+    var dropLinkOnNextRequest = false
+    var nextRequestError: ATTError?
+    var notificationsToDrop = 0
+    var notificationDelay: Duration = .zero
 
     var discovery: Discovery? {
-        guard isAdvertising, let advertisement else { return nil }
+        guard isAdvertising, isInRange, let advertisement else { return nil }
         return Discovery(
             address: address, addressType: .public, rssi: rssi,
             advertisement: AdvertisementData(

@@ -1,4 +1,5 @@
 import Able
+
 /// The simulator's adapters.
 struct SimulatedAdapterBackend: AdapterBackend {
     let radio: SimulatedRadio
@@ -47,14 +48,22 @@ struct SimulatedAdapterBackend: AdapterBackend {
             }
             let id = state.makeID()
             state.scans[id] = RadioState.Scan(adapter: address, filter: filter, continuation: continuation)
-            return (id, state.devices.keys.sorted())
+            return (id, state.devices.values.sorted { $0.address < $1.address })
         }
         continuation.onTermination { [radio] in
-            _ = radio.state.withLock { $0.scans.removeValue(forKey: id) }
+            let scan = radio.state.withLock { $0.scans.removeValue(forKey: id) }
+            for token in scan?.pendingDeliveries ?? [] { radio.clock.cancel(token) }
             radio.adapterChanged(address)
         }
         radio.adapterChanged(address)
-        for device in devices where device != address { radio.announce(device, to: id) }
+        // Each device is seen one advertising interval after the scan starts.
+        for device in devices where device.address != address {
+            radio.scheduleDelivery(of: device.address, to: id, after: device.timing.advertisingInterval)
+        }
+    }
+
+    func sleep(for duration: Duration) async throws {
+        try await radio.clock.sleep(for: duration)
     }
 
     func peripheral(address peripheral: BluetoothAddress) -> any PeripheralBackend {

@@ -1,4 +1,5 @@
 import Able
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -15,6 +16,7 @@ struct SimulatedL2CAPLink {
     var peripheral: BluetoothAddress
     var psm: PSM
     var ends: [SocketEnd]
+    var loss: LinkLoss
 
     struct SocketEnd {
         var descriptor: CInt
@@ -38,23 +40,32 @@ struct SimulatedL2CAPLink {
 
     /// Drops the link under both channels, as a lost connection does: each sees its peer gone.
     func shutDown() {
+        loss.markLost()
         for end in ends where end.isOpen { _ = Glibc.shutdown(end.descriptor, CInt(SHUT_RDWR)) }
     }
 }
 
-/// The socket calls of a simulated channel: the system's, except that the peer closing its end
-/// reads as a reset (`ECONNRESET`) rather than an end of file, because on a Bluetooth link the
-/// kernel reports a peer's L2CAP Disconnection Request that way (channels never send empty SDUs,
-/// so a zero-length read is always the end).
-let simulatedChannelOperations: SocketOperations = {
+/// Whether the radio dropped a link under its channels.
+final class LinkLoss: Sendable {
+    private let lost = Atomic(false)
+    var isLost: Bool { lost.load(ordering: .acquiring) }
+    func markLost() { lost.store(true, ordering: .releasing) }
+}
+
+/// The socket calls of a simulated channel: the system's, except that the end of the socket
+/// after the radio dropped the link reads as a reset (`ECONNRESET`), as a lost Bluetooth link
+/// does, while a peer closing its end stays an ordinary end, as the kernel reports a peer's
+/// L2CAP Disconnection Request (channels never send empty SDUs, so a zero-length read is
+/// always the end).
+func simulatedChannelOperations(_ loss: LinkLoss) -> SocketOperations {
     var operations = SocketOperations.system
     operations.receive = { socket, buffer, flags in
         let result = SocketOperations.system.receive(socket, buffer, flags)
-        if case .success(0) = result { return .failure(.connectionReset) }
+        if case .success(0) = result, loss.isLost { return .failure(.connectionReset) }
         return result
     }
     return operations
-}()
+}
 
 /// The MTU a simulated channel end receives when none is asked for: the kernel's default
 /// (`L2CAP_DEFAULT_MTU`).
@@ -120,11 +131,12 @@ extension SimulatedPeripheralBackend {
         let peripheralMTU = listener.options.receiveMTU ?? defaultL2CAPMTU
         let (centralSocket, peripheralSocket) = try L2CAPChannel.makeSocketPair(mtu: max(centralMTU, peripheralMTU))
         let ends = [centralSocket, peripheralSocket].compactMap(SimulatedL2CAPLink.SocketEnd.init)
+        let loss = LinkLoss()
         let centralChannel: L2CAPChannel
         do {
             centralChannel = try L2CAPChannel.wrapping(
                 socket: centralSocket, sendMTU: peripheralMTU, receiveMTU: centralMTU, watermarks: options.watermarks,
-                operations: simulatedChannelOperations, peerAddress: address, peerAddressType: .public)
+                operations: simulatedChannelOperations(loss), peerAddress: address, peerAddressType: .public)
         } catch {
             _ = Glibc.close(centralSocket)
             _ = Glibc.close(peripheralSocket)
@@ -134,7 +146,7 @@ extension SimulatedPeripheralBackend {
         do {
             peripheralChannel = try L2CAPChannel.wrapping(
                 socket: peripheralSocket, sendMTU: centralMTU, receiveMTU: peripheralMTU,
-                watermarks: listener.options.watermarks, operations: simulatedChannelOperations,
+                watermarks: listener.options.watermarks, operations: simulatedChannelOperations(loss),
                 peerAddress: central, peerAddressType: .public)
         } catch {
             _ = Glibc.close(peripheralSocket)
@@ -148,7 +160,7 @@ extension SimulatedPeripheralBackend {
         }
         radio.state.withLock { state in
             state.channels[state.makeID()] = SimulatedL2CAPLink(
-                central: central, peripheral: address, psm: psm, ends: ends)
+                central: central, peripheral: address, psm: psm, ends: ends, loss: loss)
         }
         return centralChannel
     }

@@ -1,4 +1,5 @@
 import Able
+
 /// A remote device seen from a simulated central.
 struct SimulatedPeripheralBackend: PeripheralBackend {
     let radio: SimulatedRadio
@@ -11,14 +12,37 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
 
     var isPaired: Bool { radio.state.withLock { $0.devices[address]?.paired.contains(central) == true } }
 
+    /// Connects in simulated time: the link comes up after the peripheral's connection time,
+    /// the services are resolved after its resolution time; a timeout shorter than that, or
+    /// services that never resolve, end in ``BluetoothError/Code/timeout`` and a disconnection.
     func connect(timeout: Duration) async throws {
-        let events: GATTServerEvents? = try radio.state.withLock { state in
+        let clock = radio.clock
+        let start = clock.now
+        let deadline = start.advanced(by: timeout)
+        let timing = try radio.state.withLock { state in
             guard state.adapters[central]?.isPowered == true else {
                 throw BluetoothError(
                     .notReady, message: "the adapter is powered off", bluezName: "org.bluez.Error.NotReady")
             }
-            guard var device = state.devices[address], device.isAdvertising || device.advertisement == nil else {
+            guard let device = state.devices[address], device.isInRange,
+                device.isAdvertising || device.advertisement == nil
+            else {
                 throw BluetoothError(.doesNotExist, message: "no device \(address) is in range: scan for it first")
+            }
+            return device.timing
+        }
+        guard !isConnected else { return }
+        clock.noteActivity()
+        try await clock.sleep(until: min(deadline, start.advanced(by: timing.connectionTime)))
+        guard clock.now < deadline || timing.connectionTime <= timeout else {
+            throw BluetoothError(.timeout, message: "connecting to \(address) took longer than \(timeout)")
+        }
+        let (events, resolves) = try radio.state.withLock { state in
+            guard state.adapters[central]?.isPowered == true else {
+                throw BluetoothError(.notReady, message: "the adapter was powered off while connecting")
+            }
+            guard var device = state.devices[address], device.isInRange else {
+                throw BluetoothError.fromBlueZ(name: "org.bluez.Error.Failed", message: "le-connection-abort-by-local")
             }
             if let (name, message) = device.connectFailure {
                 device.connectFailure = nil
@@ -28,11 +52,30 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             guard device.advertisement?.isConnectable != false else {
                 throw BluetoothError(.connectionAttemptFailed, message: "\(address) is not connectable")
             }
-            guard !state.connections.contains(connection) else { return nil }
+            guard !state.connections.contains(connection) else { return (GATTServerEvents?.none, true) }
             state.connections.insert(connection)
-            return device.events
+            return (device.events, device.servicesResolve)
         }
         events?.connectionChanged(Central(address: central), true)
+        do {
+            if resolves {
+                try await clock.sleep(until: min(deadline, clock.now.advanced(by: timing.serviceResolutionTime)))
+                if timing.connectionTime + timing.serviceResolutionTime <= timeout {
+                    guard isConnected else {
+                        throw BluetoothError(
+                            .disconnected, message: "\(address) disconnected before its services were resolved")
+                    }
+                    return
+                }
+            } else {
+                try await clock.sleep(until: deadline)
+            }
+            throw BluetoothError(.timeout, message: "\(address) did not resolve its services within \(timeout)")
+        } catch {
+            // As on BlueZ: a connection that timed out or was cancelled is taken down.
+            radio.disconnect(central: central, peripheral: address, reason: "the connection attempt ended")
+            throw error
+        }
     }
 
     func disconnect() async throws {
@@ -71,14 +114,15 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
                     let id = AttributeID(service: serviceIndex, characteristic: index)
                     return GATTCharacteristic(
                         uuid: characteristic.uuid, serviceUUID: service.uuid, properties: characteristic.properties,
-                        descriptors: characteristic.descriptors.enumerated().map { descriptorIndex, descriptor in
-                            GATTDescriptor(
-                                uuid: descriptor.uuid, characteristicUUID: characteristic.uuid,
-                                handle: AttributeID(
-                                    service: serviceIndex, characteristic: index, descriptor: descriptorIndex
-                                )
-                                .handle)
-                        }, handle: id.handle)
+                        descriptors: cccd(of: characteristic, id)
+                            + characteristic.descriptors.enumerated().map { descriptorIndex, descriptor in
+                                GATTDescriptor(
+                                    uuid: descriptor.uuid, characteristicUUID: characteristic.uuid,
+                                    handle: AttributeID(
+                                        service: serviceIndex, characteristic: index, descriptor: descriptorIndex
+                                    )
+                                    .handle)
+                            }, handle: id.handle)
                 }, handle: "\(serviceIndex)")
         }
     }
@@ -97,11 +141,21 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
     }
 
     func read(_ descriptor: GATTDescriptor) async throws -> [UInt8] {
-        try await attribute { try await $0.read($1, central: Central(address: central), offset: 0, mtu: mtu) }(
+        if let characteristic = AttributeID(cccdHandle: descriptor.handle) {
+            _ = try core()
+            let key = RadioState.SubscriptionKey(central: central, peripheral: address, attribute: characteristic)
+            let subscribed = radio.state.withLock { $0.subscriptions[key]?.isEmpty == false }
+            return [subscribed ? 0x01 : 0x00, 0x00]
+        }
+        return try await attribute { try await $0.read($1, central: Central(address: central), offset: 0, mtu: mtu) }(
             descriptor.handle)
     }
 
     func write(_ value: [UInt8], to descriptor: GATTDescriptor) async throws {
+        if AttributeID(cccdHandle: descriptor.handle) != nil {
+            // BlueZ keeps the Client Characteristic Configuration to itself: subscribe instead.
+            throw BluetoothError.fromBlueZ(name: "org.bluez.Error.NotPermitted", message: "Write not permitted")
+        }
         try await attribute {
             try await $0.write(
                 $1, value: value, offset: 0, kind: .request, central: Central(address: central), mtu: mtu)
@@ -112,16 +166,38 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
     private func attribute<T: Sendable>(
         _ operation: @escaping @Sendable (GATTServerCore, AttributeID) async throws -> T
     ) -> @Sendable (String) async throws -> T {
-        { handle in
+        { [radio, central, address] handle in
             let core = try core()
             guard let id = AttributeID(handle: handle) else {
                 throw BluetoothError(.doesNotExist, message: "no attribute \(handle)")
             }
-            do {
-                return try await operation(core, id)
-            } catch let error as ATTError {
-                throw BluetoothError(attError: error)
+            radio.clock.noteActivity()
+            let (dropLink, injected) = radio.state.withLock { state -> (Bool, ATTError?) in
+                guard var device = state.devices[address] else { return (false, nil) }
+                defer { state.devices[address] = device }
+                if device.dropLinkOnNextRequest {
+                    device.dropLinkOnNextRequest = false
+                    return (true, nil)
+                }
+                let injected = device.nextRequestError
+                device.nextRequestError = nil
+                return (false, injected)
             }
+            if dropLink {
+                radio.disconnect(central: central, peripheral: address, reason: "the link dropped during a request")
+            }
+            if let injected { throw BluetoothError.asBlueZReports(injected) }
+            let result: T
+            do {
+                result = try await operation(core, id)
+            } catch let error as ATTError {
+                throw BluetoothError.asBlueZReports(error)
+            }
+            // A request whose link dropped while it was in flight gets no answer.
+            guard isConnected else {
+                throw BluetoothError(.disconnected, message: "\(address) disconnected during the request")
+            }
+            return result
         }
     }
 
@@ -144,7 +220,8 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             return (subscriptionID, first, state.devices[address]?.events)
         }
         _ = core
-        if first { events?.subscriptionChanged(Central(address: central), id, true) }
+        // BlueZ does not tell a GATT server which central subscribed.
+        if first { events?.subscriptionChanged(nil, id, true) }
         continuation.onTermination { [radio] in
             let (last, events) = radio.state.withLock { state -> (Bool, GATTServerEvents?) in
                 guard state.subscriptions[key]?.removeValue(forKey: subscriptionID) != nil else { return (false, nil) }
@@ -152,12 +229,56 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
                 if last { state.subscriptions[key] = nil }
                 return (last, state.devices[key.peripheral]?.events)
             }
-            if last { events?.subscriptionChanged(Central(address: key.central), id, false) }
+            if last { events?.subscriptionChanged(nil, id, false) }
         }
     }
 }
 
+/// The Client Characteristic Configuration descriptor BlueZ shows for a characteristic that
+/// notifies or indicates, ahead of the declared descriptors as in BlueZ's handle order.
+private func cccd(of characteristic: Characteristic, _ id: AttributeID) -> [GATTDescriptor] {
+    guard !characteristic.properties.isDisjoint(with: [.notify, .indicate]) else { return [] }
+    return [
+        GATTDescriptor(
+            uuid: .clientCharacteristicConfiguration, characteristicUUID: characteristic.uuid,
+            handle: id.handle + ".cccd")
+    ]
+}
+
+extension BluetoothError {
+    /// The error the BlueZ backend gives when a remote GATT server answers `error`: BlueZ turns
+    /// ATT errors into D-Bus errors (`create_gatt_dbus_error` in BlueZ's `src/gatt-client.c`),
+    /// and the backend maps those.
+    static func asBlueZReports(_ error: ATTError) -> BluetoothError {
+        let (name, message): (String, String) =
+            switch error {
+            case .readNotPermitted: ("NotPermitted", "Read not permitted")
+            case .writeNotPermitted: ("NotPermitted", "Write not permitted")
+            case .insufficientAuthentication, .insufficientEncryption, .insufficientEncryptionKeySize:
+                ("NotPermitted", "Not paired")
+            case .invalidOffset: ("InvalidArguments", "Invalid offset")
+            case .invalidAttributeValueLength: ("InvalidArguments", "Invalid Length")
+            case .insufficientAuthorization: ("NotAuthorized", "Operation Not Authorized")
+            case .requestNotSupported: ("NotSupported", "Operation is not supported")
+            default: ("Failed", "Operation failed with ATT error: 0x" + String(error.rawValue, radix: 16).leftPadded(2))
+            }
+        return BluetoothError.fromBlueZ(name: "org.bluez.Error." + name, message: message)
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(_ width: Int) -> String {
+        String(repeating: "0", count: max(0, width - count)) + self
+    }
+}
+
 extension AttributeID {
+    /// The characteristic whose Client Characteristic Configuration `handle` names.
+    init?(cccdHandle handle: String) {
+        guard handle.hasSuffix(".cccd") else { return nil }
+        self.init(handle: String(handle.dropLast(5)))
+    }
+
     /// The opaque handle a simulated attribute is known by.
     var handle: String { "\(service).\(characteristic)" + (descriptor.map { ".\($0)" } ?? "") }
 
@@ -212,12 +333,28 @@ struct SimulatedGATTServerBackend: GATTServerBackend {
 
 extension SimulatedRadio {
     /// Hands a notified value to every stream subscribed to the attribute.
+    ///
+    /// Injected faults apply here: a dropped notification reaches nobody, a delayed one arrives
+    /// later in simulated time (in order with the other delayed ones).
     func deliver(_ value: [UInt8], from peripheral: BluetoothAddress, attribute: AttributeID) {
-        let streams = state.withLock { state in
-            state.subscriptions.filter { $0.key.peripheral == peripheral && $0.key.attribute == attribute }
-                .flatMap { $0.value.values }
+        let (streams, delay) = state.withLock { state -> ([NotificationStream.Continuation], Duration) in
+            if let device = state.devices[peripheral], device.notificationsToDrop > 0 {
+                state.devices[peripheral]?.notificationsToDrop -= 1
+                return ([], .zero)
+            }
+            let streams = state.subscriptions.filter {
+                $0.key.peripheral == peripheral && $0.key.attribute == attribute
+            }
+            .flatMap { $0.value.values }
+            return (streams, state.devices[peripheral]?.notificationDelay ?? .zero)
         }
-        for stream in streams { stream.yield(value) }
+        guard delay > .zero else {
+            for stream in streams { stream.yield(value) }
+            return
+        }
+        clock.schedule(after: delay) {
+            for stream in streams { stream.yield(value) }
+        }
     }
 
     /// Ends a connection: its notification streams throw, the server hears of it.
@@ -271,10 +408,11 @@ extension SimulatedRadio {
         for listener in listeners { listener.yield(state) }
     }
 
-    /// Reports one device to one scan.
-    func announce(_ device: BluetoothAddress, to scanID: UInt64) {
+    /// Reports one device to one scan, if the scan still runs and the device still advertises.
+    func deliver(_ device: BluetoothAddress, to scanID: UInt64) {
         let delivery = state.withLock { state -> (ScanStream.Continuation, Discovery)? in
-            guard let scan = state.scans[scanID], let discovery = state.devices[device]?.discovery,
+            guard let scan = state.scans[scanID], scan.adapter != device,
+                state.adapters[scan.adapter]?.isPowered == true, let discovery = state.devices[device]?.discovery,
                 scan.filter.matches(discovery)
             else { return nil }
             return (scan.continuation, discovery)

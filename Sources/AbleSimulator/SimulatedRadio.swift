@@ -16,14 +16,28 @@ import Synchronization
 /// #expect(radio.openResources.isEmpty)
 /// ```
 ///
-/// Everything happens at once: scans report every advertising peripheral as soon as they start,
-/// connections and GATT operations complete immediately. A GATT server started on one simulated
-/// adapter, and advertised with ``Adapter/startAdvertising(_:)``, is reachable from a central on
-/// another.
+/// Time is simulated: a scan sees a peripheral one advertising interval after it starts (or
+/// after the peripheral starts advertising), a connection takes its connection time and its
+/// service-resolution time, and every timeout of the radio's adapters runs on ``clock``, which
+/// by default jumps ahead as soon as everything is waiting, so nothing sleeps in real time.
+/// GATT operations complete without delay. A GATT server started on one simulated adapter, and
+/// advertised with ``Adapter/startAdvertising(_:)``, is reachable from a central on another.
+///
+/// Faults are injected through the ``SimulatedPeripheral`` that ``addPeripheral(address:advertisement:rssi:mtu:timing:services:)``
+/// returns (or ``peripheral(_:)`` for a simulated adapter's server), and through the adapters'
+/// own API (``Adapter/setPowered(_:)``).
 public final class SimulatedRadio: Sendable {
     let state = Mutex(RadioState())
 
-    public init() {}
+    /// The clock every delay and timeout of this radio runs on.
+    public let clock: SimulatedClock
+
+    /// A radio with no adapters and no peripherals.
+    ///
+    /// - Parameter clock: Its clock; by default an automatic one (see ``SimulatedClock``).
+    public init(clock: SimulatedClock = SimulatedClock()) {
+        self.clock = clock
+    }
 
     /// A new simulated adapter on this radio, powered on.
     ///
@@ -45,20 +59,36 @@ public final class SimulatedRadio: Sendable {
 
     /// Adds an advertising peripheral with a GATT server declared like ``GATTServer``'s.
     ///
+    /// - Parameters:
+    ///   - address: Its address.
+    ///   - advertisement: What it advertises.
+    ///   - rssi: The signal strength scans report, in dBm.
+    ///   - mtu: The ATT MTU of a connection to it.
+    ///   - timing: How long its advertising interval, connection and service resolution take.
+    ///   - services: Its GATT database and handlers, as in ``GATTServer/start(on:_:)``.
     /// - Returns: A handle to drive the peripheral from the test: notify, disconnect, inject faults.
     @discardableResult
     public func addPeripheral(
         address: BluetoothAddress, advertisement: Advertisement, rssi: Int = -50, mtu: Int = 23,
+        timing: SimulatedPeripheral.Timing = SimulatedPeripheral.Timing(),
         @GATTServerBuilder services: () -> [any GATTServerComponent] = { [] }
     ) -> SimulatedPeripheral {
         let core = GATTServerCore(definition: GATTServerDefinition(services))
-        let peripheral = SimulatedPeripheral(radio: self, address: address)
         state.withLock { state in
-            state.devices[address] = SimulatedDevice(
+            var device = SimulatedDevice(
                 address: address, advertisement: advertisement, rssi: rssi, mtu: mtu, core: core, events: nil)
+            device.timing = timing
+            state.devices[address] = device
         }
         announce(address)
-        return peripheral
+        return SimulatedPeripheral(radio: self, address: address)
+    }
+
+    /// The handle of a device on this radio, to inject faults: a peripheral added with
+    /// ``addPeripheral(address:advertisement:rssi:mtu:timing:services:)``, or a simulated adapter
+    /// that runs a GATT server or advertises.
+    public func peripheral(_ address: BluetoothAddress) -> SimulatedPeripheral {
+        SimulatedPeripheral(radio: self, address: address)
     }
 
     /// What is still open on the radio: connections, subscriptions, scans, L2CAP listeners and
@@ -79,62 +109,23 @@ public final class SimulatedRadio: Sendable {
         }
     }
 
-    /// Reports a device to every running scan that wants it.
+    /// Reports a device to every running scan that wants it, one advertising interval from now.
     func announce(_ address: BluetoothAddress) {
-        let deliveries = state.withLock { state -> [(ScanStream.Continuation, Discovery)] in
-            guard let device = state.devices[address], let discovery = device.discovery else { return [] }
-            return state.scans.values.compactMap { scan in
-                guard scan.adapter != address, state.adapters[scan.adapter]?.isPowered == true,
-                    scan.filter.matches(discovery)
-                else { return nil }
-                return (scan.continuation, discovery)
+        let (scans, interval) = state.withLock { state in
+            (Array(state.scans.keys), state.devices[address]?.timing.advertisingInterval ?? .zero)
+        }
+        for scan in scans { scheduleDelivery(of: address, to: scan, after: interval) }
+    }
+
+    /// Reports a device to a scan after `delay`, unless the scan ends first.
+    func scheduleDelivery(of device: BluetoothAddress, to scanID: UInt64, after delay: Duration) {
+        let token = clock.schedule(after: delay) { [self] in deliver(device, to: scanID) }
+        state.withLock { state in
+            if state.scans[scanID] != nil {
+                state.scans[scanID]?.pendingDeliveries.append(token)
+            } else {
+                clock.cancel(token)
             }
         }
-        for (continuation, discovery) in deliveries { continuation.yield(discovery) }
-    }
-}
-
-/// A simulated peripheral, as the test drives it.
-public final class SimulatedPeripheral: Sendable {
-    let radio: SimulatedRadio
-    /// The peripheral's address.
-    public let address: BluetoothAddress
-
-    init(radio: SimulatedRadio, address: BluetoothAddress) {
-        self.radio = radio
-        self.address = address
-    }
-
-    /// Notifies a characteristic's subscribers of a new value, as the peripheral's firmware would.
-    public func notify(_ uuid: BluetoothUUID, value: [UInt8]) {
-        guard let core = radio.state.withLock({ $0.devices[address]?.core }) else { return }
-        for id in core.characteristics(uuid) {
-            core.store(value, for: id)
-            radio.deliver(value, from: address, attribute: id)
-        }
-    }
-
-    /// Drops every connection to the peripheral, as when it goes out of range.
-    public func disconnectAll(reason: String = "the peripheral went out of range") {
-        for central in radio.state.withLock({ $0.connections.filter { $0.peripheral == address }.map(\.central) }) {
-            radio.disconnect(central: central, peripheral: address, reason: reason)
-        }
-    }
-
-    /// Makes the next connection attempt fail with BlueZ's error name and message, for example
-    /// `("org.bluez.Error.Failed", "le-connection-abort-by-local")` or `("org.bluez.Error.InProgress", "")`.
-    public func failNextConnection(bluezName: String, message: String) {
-        radio.state.withLock { $0.devices[address]?.connectFailure = (bluezName, message) }
-    }
-
-    /// Stops or restarts advertising.
-    public func setAdvertising(_ advertising: Bool) {
-        radio.state.withLock { $0.devices[address]?.isAdvertising = advertising }
-        if advertising { radio.announce(address) }
-    }
-
-    /// Whether a central is connected.
-    public var isConnected: Bool {
-        radio.state.withLock { state in state.connections.contains { $0.peripheral == address } }
     }
 }

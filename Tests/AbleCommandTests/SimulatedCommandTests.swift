@@ -146,9 +146,22 @@ struct SimulatedCommandTests {
         #expect(radio.openResources.isEmpty)
     }
 
-    @Test("serve serves and advertises until its duration ends, printing what centrals do")
+    @Test("serve stops by itself when --duration ends, and removes its advertisement")
+    func serveForADuration() async throws {
+        let result = await able(["serve", "--name", "brief", "--duration", "0.2"], on: peripheral)
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(
+            result.json == [#"{"event":"serving","adapter":"sim-peripheral","name":"brief"}"#, #"{"event":"stopped"}"#])
+        // Nothing advertises "brief" any more: the scan's timeout (on the radio's clock) ends it.
+        await #expect(throws: BluetoothError.self) {
+            try await central.scan(ScanFilter(namePrefix: "brief")).first(timeout: .seconds(5))
+        }
+        #expect(radio.openResources.isEmpty)
+    }
+
+    @Test("serve serves and advertises until cancelled (Ctrl-C), printing what centrals do")
     func serve() async throws {
-        let serving = Task { await able(["serve", "--name", "served", "--duration", "1"], on: peripheral) }
+        let serving = Task { await able(["serve", "--name", "served", "--duration", "600"], on: peripheral) }
         let found: Discovery
         do {
             found = try await central.scan(ScanFilter(namePrefix: "served")).first(timeout: .seconds(5))
@@ -161,8 +174,9 @@ struct SimulatedCommandTests {
             try await peripheral.read(CharacteristicID(.batteryLevel, service: .batteryService))
         }
         #expect(level.count == 1)
+        serving.cancel()
         let result = await serving.value
-        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.status == 130, "\(result.errors)")
         #expect(result.json.first == #"{"event":"serving","adapter":"sim-peripheral","name":"served"}"#)
         #expect(result.json.contains { $0.hasPrefix(#"{"event":"connected","central":"#) })
         #expect(result.json.contains { $0.hasPrefix(#"{"event":"read","characteristic":"00002a19-"#) })

@@ -190,7 +190,7 @@ public actor Adapter {
     /// - Throws: ``BluetoothError`` when BlueZ refuses to start discovery (for example
     ///   ``BluetoothError/Code/notReady`` while the adapter is powered off).
     public func scan(_ filter: ScanFilter = ScanFilter()) async throws -> ScanStream {
-        let (stream, continuation) = ScanStream.make()
+        let (stream, continuation) = ScanStream.make(sleep: { [backend] in try await backend.sleep(for: $0) })
         try await backend.scan(filter, into: continuation)
         return stream
     }

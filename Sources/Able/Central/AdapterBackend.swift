@@ -11,6 +11,15 @@ package protocol AdapterBackend: Sendable {
     func startAdvertising(_ advertisement: Advertisement) async throws -> AdvertisingSet
     /// Listens for L2CAP LE credit-based channels on this adapter.
     func listenL2CAP(psm: PSM, _ options: L2CAPOptions) async throws -> L2CAPListener
+    /// Waits `duration` on the backend's clock: the wall clock on BlueZ, simulated time on the
+    /// simulator. Timeouts of the public API (such as ``ScanStream/first(timeout:)``) use it.
+    func sleep(for duration: Duration) async throws
+}
+
+extension AdapterBackend {
+    package func sleep(for duration: Duration) async throws {
+        try await Task.sleep(for: duration)
+    }
 }
 
 /// A change of one writable adapter property.

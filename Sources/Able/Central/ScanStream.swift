@@ -33,12 +33,14 @@ public struct ScanStream: AsyncSequence, Sendable {
     let base: Base
     let lifetime: IterationLifetime<Discovery>
     let counter: DropCounter
+    /// Sleeps on the adapter backend's clock, for ``first(timeout:)``.
+    let sleep: @Sendable (Duration) async throws -> Void
 
-    static func make() -> (ScanStream, Continuation) {
+    static func make(sleep: @escaping @Sendable (Duration) async throws -> Void) -> (ScanStream, Continuation) {
         let (base, continuation) = Base.makeStream(bufferingPolicy: .bufferingNewest(256))
         let counter = DropCounter()
         return (
-            ScanStream(base: base, lifetime: IterationLifetime(continuation), counter: counter),
+            ScanStream(base: base, lifetime: IterationLifetime(continuation), counter: counter, sleep: sleep),
             Continuation(base: continuation, counter: counter)
         )
     }
@@ -61,6 +63,9 @@ public struct ScanStream: AsyncSequence, Sendable {
 
     /// The first discovery, or an error when none comes within `timeout`; the scan then ends.
     ///
+    /// The timeout runs on the adapter's clock: the wall clock on BlueZ, the simulated radio's
+    /// clock on a simulated adapter.
+    ///
     /// ```swift
     /// let device = try await adapter.scan(ScanFilter(serviceUUIDs: [heartRate])).first(timeout: .seconds(3))
     /// ```
@@ -73,7 +78,7 @@ public struct ScanStream: AsyncSequence, Sendable {
                 return try await iterator.next()
             }
             group.addTask {
-                try await Task.sleep(for: timeout)
+                try await sleep(timeout)
                 return nil
             }
             defer { group.cancelAll() }

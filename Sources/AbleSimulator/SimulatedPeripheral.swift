@@ -1,0 +1,159 @@
+import Able
+
+/// A device on a ``SimulatedRadio``, as the test drives it: its notifications, its timing, and
+/// the faults it shows the central.
+///
+/// Each fault is one call, and applies to what happens after it:
+///
+/// ```swift
+/// peripheral.failNextConnection(.leConnectionAbortByLocal)
+/// peripheral.neverResolveServices()
+/// peripheral.dropLinkDuringNextRequest()
+/// peripheral.failNextRequest(with: .insufficientAuthentication)
+/// peripheral.dropNotifications(2)
+/// peripheral.delayNotifications(by: .milliseconds(300))
+/// peripheral.goOutOfRange()
+/// ```
+public final class SimulatedPeripheral: Sendable {
+    /// How long a simulated peripheral takes, in simulated time.
+    public struct Timing: Sendable, Hashable {
+        /// From a scan's start (or the advertising's) to the scan seeing the peripheral.
+        public var advertisingInterval: Duration
+        /// From `connect` to the link being up.
+        public var connectionTime: Duration
+        /// From the link being up to the services being resolved.
+        public var serviceResolutionTime: Duration
+
+        /// The given timing; by default 100 ms of advertising interval, 30 ms to connect and
+        /// 20 ms to resolve the services.
+        public init(
+            advertisingInterval: Duration = .milliseconds(100), connectionTime: Duration = .milliseconds(30),
+            serviceResolutionTime: Duration = .milliseconds(20)
+        ) {
+            self.advertisingInterval = advertisingInterval
+            self.connectionTime = connectionTime
+            self.serviceResolutionTime = serviceResolutionTime
+        }
+    }
+
+    /// Why a simulated connection attempt fails, as BlueZ words it.
+    public struct ConnectionFailure: Sendable, Hashable {
+        /// BlueZ's error name, such as `org.bluez.Error.Failed`.
+        public var bluezName: String
+        /// BlueZ's message, such as `le-connection-abort-by-local`.
+        public var message: String
+
+        /// A failure with BlueZ's error name and message.
+        public init(bluezName: String, message: String) {
+            self.bluezName = bluezName
+            self.message = message
+        }
+
+        /// `org.bluez.Error.Failed` with `le-connection-abort-by-local`: the controller gave up
+        /// (BlueZ's most common connection failure, often from a peripheral that stopped
+        /// advertising).
+        public static let leConnectionAbortByLocal = ConnectionFailure(
+            bluezName: "org.bluez.Error.Failed", message: "le-connection-abort-by-local")
+
+        /// `org.bluez.Error.InProgress`: another connection attempt to the device is under way.
+        public static let inProgress = ConnectionFailure(
+            bluezName: "org.bluez.Error.InProgress", message: "In Progress")
+
+        /// `org.bluez.Error.Failed` with `Software caused connection abort`.
+        public static let softwareAbort = ConnectionFailure(
+            bluezName: "org.bluez.Error.Failed", message: "Software caused connection abort")
+    }
+
+    let radio: SimulatedRadio
+    /// The peripheral's address.
+    public let address: BluetoothAddress
+
+    init(radio: SimulatedRadio, address: BluetoothAddress) {
+        self.radio = radio
+        self.address = address
+    }
+
+    /// Notifies a characteristic's subscribers of a new value, as the peripheral's firmware would.
+    public func notify(_ uuid: BluetoothUUID, value: [UInt8]) {
+        guard let core = radio.state.withLock({ $0.devices[address]?.core }) else { return }
+        for id in core.characteristics(uuid) {
+            core.store(value, for: id)
+            radio.deliver(value, from: address, attribute: id)
+        }
+    }
+
+    /// Drops every connection to the peripheral, as when it goes out of range for a moment; it
+    /// keeps advertising.
+    public func disconnectAll(reason: String = "the peripheral went out of range") {
+        for central in radio.state.withLock({ $0.connections.filter { $0.peripheral == address }.map(\.central) }) {
+            radio.disconnect(central: central, peripheral: address, reason: reason)
+        }
+    }
+
+    /// Takes the peripheral out of range: every connection drops, scans stop seeing it, and
+    /// connecting fails, until ``comeBackInRange()``.
+    public func goOutOfRange() {
+        radio.state.withLock { $0.devices[address]?.isInRange = false }
+        disconnectAll(reason: "the peripheral went out of range")
+    }
+
+    /// Brings the peripheral back in range; scans see it again one advertising interval later.
+    public func comeBackInRange() {
+        radio.state.withLock { $0.devices[address]?.isInRange = true }
+        radio.announce(address)
+    }
+
+    /// Makes the next connection attempt fail with BlueZ's error name and message, for example
+    /// `("org.bluez.Error.Failed", "le-connection-abort-by-local")` or `("org.bluez.Error.InProgress", "")`.
+    public func failNextConnection(bluezName: String, message: String) {
+        failNextConnection(ConnectionFailure(bluezName: bluezName, message: message))
+    }
+
+    /// Makes the next connection attempt fail, after the connection time, as BlueZ reports it.
+    public func failNextConnection(_ failure: ConnectionFailure) {
+        radio.state.withLock { $0.devices[address]?.connectFailure = (failure.bluezName, failure.message) }
+    }
+
+    /// Makes connections come up without their services ever being resolved, so that
+    /// ``Peripheral/connect(timeout:)`` times out; ``resolveServices()`` undoes it.
+    public func neverResolveServices() {
+        radio.state.withLock { $0.devices[address]?.servicesResolve = false }
+    }
+
+    /// Lets connections resolve their services again.
+    public func resolveServices() {
+        radio.state.withLock { $0.devices[address]?.servicesResolve = true }
+    }
+
+    /// Makes the link drop while the next GATT request (read or write) is in flight: the request
+    /// throws ``BluetoothError/Code/disconnected``, as do the notification streams.
+    public func dropLinkDuringNextRequest() {
+        radio.state.withLock { $0.devices[address]?.dropLinkOnNextRequest = true }
+    }
+
+    /// Makes the peripheral answer the next GATT request (read or write) with an ATT error.
+    public func failNextRequest(with error: ATTError) {
+        radio.state.withLock { $0.devices[address]?.nextRequestError = error }
+    }
+
+    /// Loses the next `count` notifications or indications the peripheral sends.
+    public func dropNotifications(_ count: Int) {
+        radio.state.withLock { $0.devices[address]?.notificationsToDrop = max(0, count) }
+    }
+
+    /// Delivers the peripheral's notifications `delay` late, in simulated time; `.zero` undoes it.
+    public func delayNotifications(by delay: Duration) {
+        radio.state.withLock { $0.devices[address]?.notificationDelay = delay }
+    }
+
+    /// Stops or restarts advertising.
+    public func setAdvertising(_ advertising: Bool) {
+        radio.state.withLock { $0.devices[address]?.isAdvertising = advertising }
+        if advertising { radio.announce(address) }
+    }
+
+    /// Whether a central is connected.
+    public var isConnected: Bool {
+        radio.state.withLock { state in state.connections.contains { $0.peripheral == address } }
+    }
+}

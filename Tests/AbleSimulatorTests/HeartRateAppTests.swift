@@ -1,0 +1,1 @@
+../../Snippets/HeartRateAppTests.swift

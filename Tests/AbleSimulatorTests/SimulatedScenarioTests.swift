@@ -1,0 +1,37 @@
+import Able
+import AbleScenarios
+import AbleSimulator
+import Testing
+
+/// The scenario suite on the simulated radio: the same scenarios `RealBlueZTests` runs on
+/// hci0 and hci1 in the QEMU guest.
+@Suite(.timeLimit(.minutes(1)))
+struct SimulatedScenarioTests {
+    @Test(arguments: Scenario.allCases)
+    func scenario(_ scenario: Scenario) async throws {
+        try await scenario.run(on: SimulatedScenarioBackend())
+    }
+}
+
+/// Two adapters on a fresh simulated radio; nothing may be left open after a scenario.
+struct SimulatedScenarioBackend: ScenarioBackend {
+    let radio = SimulatedRadio()
+    let central: Adapter
+    let peripheral: Adapter
+
+    init() {
+        central = radio.makeAdapter(name: "hci0")
+        peripheral = radio.makeAdapter(name: "hci1")
+    }
+
+    var discoveryTimeout: Duration { .seconds(30) }
+    var connectTimeout: Duration { .seconds(30) }
+
+    func pause(_ duration: Duration) async throws {
+        try await radio.clock.sleep(for: duration)
+    }
+
+    func tearDown() async throws {
+        #expect(radio.openResources == [])
+    }
+}

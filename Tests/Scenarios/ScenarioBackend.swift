@@ -1,0 +1,72 @@
+import Able
+import Foundation
+import Synchronization
+import Testing
+
+/// Where the scenarios run: two adapters that see each other, a central and a peripheral, on
+/// the simulated radio or on real BlueZ.
+///
+/// The scenarios are written once, against the public API only; each backend supplies its
+/// adapters, its notion of time and its checks after a scenario.
+public protocol ScenarioBackend: Sendable {
+    /// The adapter that scans and connects (hci0 in the guest).
+    var central: Adapter { get }
+    /// The adapter that serves and advertises (hci1 in the guest).
+    var peripheral: Adapter { get }
+    /// How long a scan may take to see an advertisement.
+    var discoveryTimeout: Duration { get }
+    /// How long connecting may take, services included.
+    var connectTimeout: Duration { get }
+    /// Waits `duration` in the backend's time: simulated on the simulator, real on BlueZ.
+    func pause(_ duration: Duration) async throws
+    /// Runs after each scenario, whatever its outcome: the simulator checks that nothing was
+    /// left open, BlueZ forgets the devices so that the next scenario starts afresh.
+    func tearDown() async throws
+}
+
+extension ScenarioBackend {
+    /// Waits until `condition` holds, checking every 20 ms of the backend's time; fails after `timeout`.
+    func eventually(
+        _ what: String, timeout: Duration = .seconds(15), sourceLocation: SourceLocation = #_sourceLocation,
+        _ condition: () async throws -> Bool
+    ) async throws {
+        var waited = Duration.zero
+        while try await !condition() {
+            guard waited < timeout else {
+                Issue.record("waited \(timeout) for \(what)", sourceLocation: sourceLocation)
+                throw ScenarioFailure(description: "waited \(timeout) for \(what)")
+            }
+            try await pause(.milliseconds(20))
+            waited += .milliseconds(20)
+        }
+    }
+}
+
+/// A scenario gave up; the issue is recorded where it happened.
+struct ScenarioFailure: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// Runs `body`, then `cleanup` whether `body` threw or not.
+func withCleanup<T>(_ body: () async throws -> T, cleanup: () async -> Void) async throws -> T {
+    do {
+        let result = try await body()
+        await cleanup()
+        return result
+    } catch {
+        await cleanup()
+        throw error
+    }
+}
+
+/// Collects values from handlers running elsewhere.
+final class Recorder<Value: Sendable>: Sendable {
+    private let values = Mutex<[Value]>([])
+    func append(_ value: Value) { values.withLock { $0.append(value) } }
+    var all: [Value] { values.withLock { $0 } }
+}
+
+extension BluetoothUUID {
+    /// A fresh 128-bit UUID, so that a scenario never finds what another one left behind.
+    static func random() -> BluetoothUUID { BluetoothUUID(UUID().uuidString)! }
+}
