@@ -12,8 +12,11 @@ import Synchronization
 /// waiting. "Everything is waiting" is detected as a quiet spell: the clock has sleepers, and
 /// while its driver yields the cooperative thread pool a number of times in a row (letting
 /// every task that was ready run first), no sleeper is added or removed and the radio sees no
-/// operation. Then the earliest deadline fires, and the clock looks for the next quiet spell.
-/// Sleepers with the same deadline wake in the order they went to sleep.
+/// operation. The spell is extended, a bounded number of times, while a sleeper it woke has
+/// not run yet or a scan or notification stream of the radio holds values its consumer has
+/// not taken. Then the earliest deadline fires, and the clock looks for the next quiet spell.
+/// Sleepers with the same deadline wake in the order they went to sleep. No real time passes:
+/// the driver yields, it never sleeps.
 ///
 /// The limit: work the clock cannot see — a task busy computing for longer than the quiet
 /// spell, or one waiting on something outside the radio and the clock (a file, a real
