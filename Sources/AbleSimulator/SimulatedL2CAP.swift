@@ -40,7 +40,9 @@ struct SimulatedL2CAPLink {
 
     /// Drops the link under both channels, as a lost connection does: each sees its peer gone.
     func shutDown() {
-        loss.markLost()
+        // A channel one side already closed has ended as a peer's close ends it; the link
+        // going down afterwards changes nothing for the other side.
+        if ends.allSatisfy(\.isOpen) { loss.markLost() }
         for end in ends where end.isOpen { _ = Glibc.shutdown(end.descriptor, CInt(SHUT_RDWR)) }
     }
 }

@@ -33,10 +33,11 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
         }
         guard !isConnected else { return }
         clock.noteActivity()
-        try await clock.sleep(until: min(deadline, start.advanced(by: timing.connectionTime)))
-        guard clock.now < deadline || timing.connectionTime <= timeout else {
+        guard timing.connectionTime <= timeout else {
+            try await clock.sleep(until: deadline)
             throw BluetoothError(.timeout, message: "connecting to \(address) took longer than \(timeout)")
         }
+        try await clock.sleep(until: start.advanced(by: timing.connectionTime))
         let (events, resolves) = try radio.state.withLock { state in
             guard state.adapters[central]?.isPowered == true else {
                 throw BluetoothError(.notReady, message: "the adapter was powered off while connecting")

@@ -37,6 +37,16 @@ public final class SimulatedRadio: Sendable {
     /// - Parameter clock: Its clock; by default an automatic one (see ``SimulatedClock``).
     public init(clock: SimulatedClock = SimulatedClock()) {
         self.clock = clock
+        clock.addBusyCheck { [weak self] in self?.hasUntakenDeliveries ?? false }
+    }
+
+    /// Whether a scan or notification stream of this radio holds values its consumer has not
+    /// taken yet.
+    var hasUntakenDeliveries: Bool {
+        state.withLock { state in
+            state.scans.values.contains { $0.continuation.hasUntakenElements }
+                || state.subscriptions.values.contains { $0.values.contains { $0.hasUntakenElements } }
+        }
     }
 
     /// A new simulated adapter on this radio, powered on.

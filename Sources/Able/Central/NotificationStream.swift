@@ -25,8 +25,12 @@ public struct NotificationStream: AsyncSequence, Sendable {
         let counter: DropCounter
 
         package func yield(_ value: [UInt8]) {
-            if case .dropped = base.yield(value) { counter.increment() }
+            counter.count(base.yield(value))
         }
+
+        /// Whether values wait in the buffer for the consumer: the simulated radio's clock lets
+        /// the consumer take them before it moves time on.
+        package var hasUntakenElements: Bool { counter.untaken > 0 }
 
         package func finish(throwing error: (any Error)? = nil) { base.finish(throwing: error) }
 
@@ -54,7 +58,8 @@ public struct NotificationStream: AsyncSequence, Sendable {
     public var droppedCount: Int { counter.value }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: base.makeAsyncIterator(), stream: lifetime, lifetime: lifetime.forIterator())
+        AsyncIterator(
+            base: base.makeAsyncIterator(), stream: lifetime, lifetime: lifetime.forIterator(), counter: counter)
     }
 
     /// The iterator of a notification stream; not `Sendable`. When it goes away, the stream ends.
@@ -63,6 +68,11 @@ public struct NotificationStream: AsyncSequence, Sendable {
         /// Keeps the stream going while this iterator lives, even if the stream value is gone.
         let stream: IterationLifetime<[UInt8]>
         let lifetime: IterationLifetime<[UInt8]>
-        public mutating func next() async throws -> [UInt8]? { try await base.next() }
+        let counter: DropCounter
+        public mutating func next() async throws -> [UInt8]? {
+            let value = try await base.next()
+            if value != nil { counter.noteTaken() }
+            return value
+        }
     }
 }

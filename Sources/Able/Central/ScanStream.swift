@@ -20,8 +20,12 @@ public struct ScanStream: AsyncSequence, Sendable {
         let counter: DropCounter
 
         package func yield(_ discovery: Discovery) {
-            if case .dropped = base.yield(discovery) { counter.increment() }
+            counter.count(base.yield(discovery))
         }
+
+        /// Whether discoveries wait in the buffer for the consumer: the simulated radio's clock
+        /// lets the consumer take them before it moves time on.
+        package var hasUntakenElements: Bool { counter.untaken > 0 }
 
         package func finish(throwing error: (any Error)? = nil) { base.finish(throwing: error) }
 
@@ -49,7 +53,8 @@ public struct ScanStream: AsyncSequence, Sendable {
     public var droppedCount: Int { counter.value }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: base.makeAsyncIterator(), stream: lifetime, lifetime: lifetime.forIterator())
+        AsyncIterator(
+            base: base.makeAsyncIterator(), stream: lifetime, lifetime: lifetime.forIterator(), counter: counter)
     }
 
     /// The iterator of a scan; not `Sendable`. When it goes away (the loop ended), the scan ends.
@@ -58,7 +63,12 @@ public struct ScanStream: AsyncSequence, Sendable {
         /// Keeps the stream going while this iterator lives, even if the stream value is gone.
         let stream: IterationLifetime<Discovery>
         let lifetime: IterationLifetime<Discovery>
-        public mutating func next() async throws -> Discovery? { try await base.next() }
+        let counter: DropCounter
+        public mutating func next() async throws -> Discovery? {
+            let discovery = try await base.next()
+            if discovery != nil { counter.noteTaken() }
+            return discovery
+        }
     }
 
     /// The first discovery, or an error when none comes within `timeout`; the scan then ends.
@@ -72,29 +82,77 @@ public struct ScanStream: AsyncSequence, Sendable {
     ///
     /// - Throws: ``BluetoothError`` with ``BluetoothError/Code/timeout`` when nothing was found in time.
     public func first(timeout: Duration) async throws -> Discovery {
-        try await withThrowingTaskGroup(of: Discovery?.self) { group in
+        enum Outcome: Sendable {
+            case discovery(Discovery?)
+            case timeout
+        }
+        // Whichever of the discovery and the timeout happens first claims the result at once,
+        // whenever its task gets to finish: on a loaded machine (and on a simulated clock that
+        // has moved on) the loser's task may finish first.
+        let winner = LockedValue<Outcome?>(nil)
+        func claim(_ outcome: Outcome) -> Bool {
+            winner.withLock { winner in
+                guard winner == nil else { return false }
+                winner = outcome
+                return true
+            }
+        }
+        return try await withThrowingTaskGroup(of: Outcome.self) { group in
             group.addTask {
                 var iterator = makeAsyncIterator()
-                return try await iterator.next()
+                let discovery = try await iterator.base.next()
+                if let discovery { _ = claim(.discovery(discovery)) }
+                return .discovery(discovery)
             }
             group.addTask {
                 try await sleep(timeout)
-                return nil
+                _ = claim(.timeout)
+                return .timeout
             }
             defer { group.cancelAll() }
-            guard let first = try await group.next(), let discovery = first else {
-                throw BluetoothError(.timeout, message: "no device matched the scan within \(timeout)")
+            while let outcome = try await group.next() {
+                switch (outcome, winner.value) {
+                case (.discovery(let discovery?), .discovery?):
+                    // Only now, with the timeout cancelled, is the discovery taken: a simulated
+                    // clock holds time still while a scan holds a discovery not taken.
+                    group.cancelAll()
+                    counter.noteTaken()
+                    return discovery
+                case (.discovery(nil), _), (.timeout, .timeout?): break  // the scan ended, or time is up
+                default: continue  // the loser finished first: wait for the winner
+                }
+                break
             }
-            return discovery
+            throw BluetoothError(.timeout, message: "no device matched the scan within \(timeout)")
         }
     }
 }
 
-/// Counts what a full buffer dropped.
+/// Counts what a full buffer dropped, and what waits in the buffer.
 final class DropCounter: Sendable {
     private let count = Atomic<Int>(0)
+    /// Elements that went into the buffer (net of those a full buffer pushed out), and those taken.
+    private let buffered = Atomic<Int>(0)
+    private let taken = Atomic<Int>(0)
+
     var value: Int { count.load(ordering: .relaxed) }
     func increment() { count.add(1, ordering: .relaxed) }
+
+    /// Counts one `yield`: a drop (one element in and one out, or the new one refused, per the
+    /// buffering policy) leaves the buffered count as it was.
+    func count<Element>(_ result: AsyncThrowingStream<Element, any Error>.Continuation.YieldResult) {
+        switch result {
+        case .enqueued: buffered.add(1, ordering: .relaxed)
+        case .dropped: increment()
+        case .terminated: break
+        @unknown default: break
+        }
+    }
+
+    func noteTaken() { taken.add(1, ordering: .relaxed) }
+
+    /// How many elements the buffer holds now (or handed to a waiting consumer not yet counted).
+    var untaken: Int { buffered.load(ordering: .relaxed) - taken.load(ordering: .relaxed) }
 }
 
 /// Ends a stream when the last copy of the stream value goes away (even if it was never
