@@ -38,7 +38,10 @@ public final class SimulatedClock: Clock, Sendable {
         /// The instant `offset` after the clock started.
         public init(offset: Duration) { self.offset = offset }
 
+        /// The instant `duration` after this one.
+        /// The instant `duration` after this one.
         public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        /// The time from this instant to `other`.
         public func duration(to other: Instant) -> Duration { other.offset - offset }
         public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
         public var description: String { "\(offset)" }
