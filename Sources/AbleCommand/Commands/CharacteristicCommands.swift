@@ -1,0 +1,148 @@
+import Able
+
+/// The characteristic that `read`, `write` and `notify` work on: `ADDRESS CHARACTERISTIC`, with
+/// `--service`, `--adapter` and `--timeout`.
+struct CharacteristicTarget: Sendable {
+    static let options: [CommandSpec.Option] = [
+        CommandSpec.adapter, .init(name: "service", value: "UUID", help: "the characteristic's service"),
+        CommandSpec.timeout(30, "connecting"), CommandSpec.json,
+    ]
+
+    var adapter: String?
+    var address: BluetoothAddress
+    var uuid: BluetoothUUID
+    var service: BluetoothUUID?
+    var timeout: Duration
+
+    init(_ arguments: ParsedArguments) throws(UsageError) {
+        adapter = arguments.string("adapter")
+        address = try arguments.address(arguments.positionals[0])
+        uuid = try arguments.uuid(arguments.positionals[1], "characteristic")
+        service = try arguments.string("service").map { text throws(UsageError) in try arguments.uuid(text, "service") }
+        timeout = try arguments.seconds("timeout", default: .seconds(30))
+    }
+
+    /// Connects to the peripheral, finds the characteristic, runs `body`, and disconnects.
+    func withCharacteristic<T: Sendable>(
+        in context: CommandContext, _ body: @Sendable (Peripheral, CharacteristicID) async throws -> T
+    ) async throws -> T {
+        let adapter = try await context.adapter(self.adapter)
+        let (uuid, service) = (self.uuid, self.service)
+        return try await withConnection(to: address, on: adapter, timeout: timeout, console: context.console) {
+            peripheral in
+            try await body(peripheral, try await characteristic(uuid, service: service, of: peripheral))
+        }
+    }
+
+    /// The JSON members naming the target.
+    var json: [(String, JSON)] {
+        [("address", .string("\(address)")), ("characteristic", .string("\(uuid)"))]
+    }
+}
+
+/// `able read`: one characteristic's value.
+struct ReadCommand: Command {
+    static let spec = CommandSpec(
+        name: "read", summary: "read a characteristic", positionals: ["ADDRESS", "CHARACTERISTIC"],
+        options: CharacteristicTarget.options,
+        details: "Prints the value as hex, and as text when it is printable UTF-8.")
+
+    var target: CharacteristicTarget
+
+    init(_ arguments: ParsedArguments) throws(UsageError) {
+        target = try CharacteristicTarget(arguments)
+    }
+
+    func run(in context: CommandContext) async throws {
+        let value = try await target.withCharacteristic(in: context) { peripheral, characteristic in
+            try await peripheral.read(characteristic)
+        }
+        context.console.result(
+            value.hex + (value.printableText.map { " \"\($0)\"" } ?? ""),
+            json: .object([("event", "value")] + target.json + [("value", .bytes(value))]))
+    }
+}
+
+/// `able write`: writes one characteristic.
+struct WriteCommand: Command {
+    static let spec = CommandSpec(
+        name: "write", summary: "write a characteristic", positionals: ["ADDRESS", "CHARACTERISTIC", "VALUE"],
+        options: CharacteristicTarget.options + [
+            .init(name: "text", help: "VALUE is UTF-8 text (default: hex such as 0a1b or 0a:1b)"),
+            .init(name: "without-response", help: "write without response (a command)"),
+        ])
+
+    var target: CharacteristicTarget
+    var value: [UInt8]
+    var type: WriteType
+
+    init(_ arguments: ParsedArguments) throws(UsageError) {
+        target = try CharacteristicTarget(arguments)
+        let text = arguments.positionals[2]
+        if arguments.flag("text") {
+            value = Array(text.utf8)
+        } else {
+            guard let bytes = [UInt8](hex: text) else {
+                throw UsageError("VALUE '\(text)' is not hex (use 0a1b or 0a:1b, or --text)")
+            }
+            value = bytes
+        }
+        type = arguments.flag("without-response") ? .withoutResponse : .withResponse
+    }
+
+    func run(in context: CommandContext) async throws {
+        let (value, type) = (self.value, self.type)
+        try await target.withCharacteristic(in: context) { peripheral, characteristic in
+            try await peripheral.write(value, to: characteristic, type: type)
+        }
+        context.console.result(
+            "wrote \(value.count) byte\(value.count == 1 ? "" : "s") to \(target.uuid)",
+            json: .object(
+                [("event", "written")] + target.json + [
+                    ("value", .bytes(value)), ("withResponse", .bool(type == .withResponse)),
+                ]))
+    }
+}
+
+/// `able notify`: a characteristic's notifications or indications, until a count or Ctrl-C.
+struct NotifyCommand: Command {
+    static let spec = CommandSpec(
+        name: "notify", summary: "print a characteristic's notifications", positionals: ["ADDRESS", "CHARACTERISTIC"],
+        options: CharacteristicTarget.options + [
+            .init(name: "count", value: "N", help: "stop after N values (default: until Ctrl-C)")
+        ],
+        details: "Subscribes, prints each value, then unsubscribes and disconnects.")
+
+    var target: CharacteristicTarget
+    var count: Int?
+
+    init(_ arguments: ParsedArguments) throws(UsageError) {
+        target = try CharacteristicTarget(arguments)
+        count = try arguments.int("count", in: 1...1_000_000)
+    }
+
+    func run(in context: CommandContext) async throws {
+        let console = context.console
+        let (uuid, count) = (target.uuid, self.count)
+        let received = try await target.withCharacteristic(in: context) { peripheral, characteristic in
+            let values = try await peripheral.notifications(of: characteristic)
+            console.progress(
+                "subscribed to \(uuid)\(count.map { "; waiting for \($0) values" } ?? " (Ctrl-C to stop)")")
+            var received = 0
+            for try await value in values {
+                received += 1
+                console.result(
+                    "\(received): " + value.hex + (value.printableText.map { " \"\($0)\"" } ?? ""),
+                    json: .object([
+                        ("event", "notification"), ("index", .int(received)), ("characteristic", .string("\(uuid)")),
+                        ("value", .bytes(value)),
+                    ]))
+                if let count, received >= count { break }
+            }
+            return received
+        }
+        console.result(
+            "\(received) value\(received == 1 ? "" : "s") received",
+            json: .object([("event", "end"), ("count", .int(received))]))
+    }
+}
