@@ -1,5 +1,9 @@
 import Able
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `AbleBenchmarks l2cap SIZE COUNT WARMUP global|shared`: what `Benchmarks/C/l2cap-socketpair.c`
 /// does, through two `L2CAPChannel`s over the same kind of socketpair (AF_UNIX `SOCK_SEQPACKET`,
 /// `SO_SNDBUF` 256 KiB, receive buffer of 65,535 bytes).
@@ -14,6 +18,7 @@ func runL2CAP(size: Int, count: Int, warmup: Int, placement: Placement) async th
         throw BenchmarkFailure("SIZE must be 1 to 65535 and COUNT at least 1")
     }
     let (sender, receiver) = try L2CAPChannel.makePair(mtu: 65_535)
+    let faultsBefore = minorPageFaults()
     let total = count + warmup
     let sending = Task.detached {
         switch placement {
@@ -31,7 +36,7 @@ func runL2CAP(size: Int, count: Int, warmup: Int, placement: Placement) async th
         "# l2cap-\(size) (\(placement)): receiver waited \(receiver.receiveWaitCount) times, paused reading "
             + "\(receiver.readPauseCount) times, received for itself \(receiver.receiveFetchCounts.consumer) times "
             + "(the read source stepped aside \(receiver.receiveFetchCounts.stepAside) times); "
-            + "sender waited \(sender.sendWaitCount) times")
+            + "sender waited \(sender.sendWaitCount) times; \(minorPageFaults() - faultsBefore) minor page faults")
     await sender.close()
     await receiver.close()
     return Measurement(
@@ -111,4 +116,11 @@ func receiveSequence(
     check.end = Mark.now()
     guard received == total else { throw BenchmarkFailure("the stream ended after \(received) of \(total) SDUs") }
     return check
+}
+
+/// The minor page faults this process has taken: a fresh page for each, zeroed by the kernel.
+func minorPageFaults() -> Int {
+    var usage = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    return usage.ru_minflt
 }

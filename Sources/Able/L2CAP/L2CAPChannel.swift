@@ -261,4 +261,8 @@ extension L2CAPChannel {
 
     /// How many sends wait for room now.
     package nonisolated var pendingSendCount: Int { core.pendingSendCount }
+
+    /// The most SDUs one run of the socket's read handler has received before letting the
+    /// channel's queue do other work.
+    package nonisolated var longestReadRun: Int { core.longestReadRun }
 }

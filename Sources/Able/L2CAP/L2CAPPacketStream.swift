@@ -16,6 +16,12 @@
 /// reordered; the buffer holds at most `high` SDUs of at most ``L2CAPChannel/receiveMTU`` bytes
 /// each (an SDU of half the MTU or more may keep an array of the MTU's capacity).
 ///
+/// Each SDU is an array of its own, which the consumer owns. So that arrays of large SDUs,
+/// freed one after another, do not make glibc's malloc give their pages back to the kernel and
+/// take them again for the next ones, the first channel with a receive MTU over 16 KiB raises
+/// glibc's trim threshold to 2 MiB for the process, as glibc itself does after a program frees
+/// a block of 1 MiB.
+///
 /// Keep reading while you send: a peer that stops reading because it waits for you to read
 /// stalls both directions once both buffers are full. The default bound lets each side send
 /// 1,000 SDUs of 672 bytes before reading any.

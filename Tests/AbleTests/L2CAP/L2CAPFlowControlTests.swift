@@ -187,4 +187,33 @@ struct L2CAPFlowControlTests {
         await sender.close()
         await receiver.close()
     }
+
+    @Test(
+        "A peer that never lets the socket run dry does not keep the read handler from the channel's queue",
+        .timeLimit(.minutes(1))
+    )
+    func readHandlerTakesBatches() async throws {
+        // A socket that always has another SDU: without a bound, one run of the read handler
+        // would fill the buffer to the high watermark while a consumer on the channel's executor
+        // (the same queue) waits for its turn.
+        var endless = SocketOperations.system
+        endless.receive = { _, buffer, _ in
+            buffer.storeBytes(of: 0xAB, as: UInt8.self)
+            return .success(1)
+        }
+        let (socket, peer) = try L2CAPChannel.makeSocketPair(mtu: 64)
+        defer { close(peer) }
+        let watermarks = L2CAPPacketStream.Watermarks(high: 1000, low: 100)
+        let channel = try L2CAPChannel.wrapping(
+            socket: socket, sendMTU: 64, receiveMTU: 64, watermarks: watermarks, operations: endless)
+        // Readable for good: `receive` above never drains it.
+        #expect(write(peer, [UInt8(1)], 1) == 1)
+
+        try await waitUntil { channel.isReadingPaused }
+        #expect(channel.bufferedPacketCount == watermarks.high)
+        #expect(channel.longestReadRun == ChannelCore.readBatch.packets)
+        var packets = channel.packets.makeAsyncIterator()
+        for _ in 0..<watermarks.high { #expect(try await packets.next() == [0xAB]) }
+        await channel.close()
+    }
 }

@@ -33,6 +33,10 @@ final class ChannelCore: @unchecked Sendable {
 
     // Touched only on the queue.
     private var lifecycle = Lifecycle.open
+    /// Whether a run of ``readAvailable()`` that goes on after a full batch is queued.
+    private var isReadContinuationPending = false
+    /// The most SDUs one run of ``readAvailable()`` received; written on the queue only.
+    private let longestReadRunStorage = Atomic<Int>(0)
 
     private enum Lifecycle {
         case open
@@ -94,11 +98,37 @@ final class ChannelCore: @unchecked Sendable {
 
     // MARK: Receiving
 
-    /// Receives every SDU the socket holds, until it would block, the buffer is full, or a
-    /// consumer receives for itself; on the queue.
+    /// How many SDUs, and how many of their bytes, one run of the read handler receives before it
+    /// lets the queue's other work run and goes on in a new run.
+    ///
+    /// A consumer that shares the channel's executor (as ``L2CAPChannel`` suggests) runs on this
+    /// queue: without a bound, a handler that a fast peer keeps supplying would fill the packet
+    /// buffer to its high watermark (1024 SDUs, 64 MiB at the largest) before the consumer gets
+    /// a turn.
+    static let readBatch = (packets: 64, bytes: 256 * 1024)
+
+    /// Receives the SDUs the socket holds, until it would block, the buffer is full, a consumer
+    /// receives for itself, or a batch (``readBatch``) is done; on the queue.
     private func readAvailable() {
         guard case .open = lifecycle else { return }
+        var batch = (packets: 0, bytes: 0)
+        defer {
+            if batch.packets > longestReadRunStorage.load(ordering: .relaxed) {
+                longestReadRunStorage.store(batch.packets, ordering: .relaxed)
+            }
+        }
         while true {
+            guard batch.packets < Self.readBatch.packets, batch.bytes < Self.readBatch.bytes else {
+                // Go on behind whatever the queue has to do meanwhile, in one chain of runs at
+                // most: the source firing meanwhile may end a batch too.
+                guard !isReadContinuationPending else { return }
+                isReadContinuationPending = true
+                executor.queue.async {
+                    self.isReadContinuationPending = false
+                    self.readAvailable()
+                }
+                return
+            }
             var outcome = PacketReceiver.Outcome.wouldBlock
             let produced = packets.produce { () -> [UInt8]? in
                 outcome = receiver.receive()
@@ -106,6 +136,9 @@ final class ChannelCore: @unchecked Sendable {
                 return packet
             }
             switch (produced, outcome) {
+            case (.produced, .packet(let packet)):
+                batch.packets += 1
+                batch.bytes += packet.count
             case (.produced, _): continue
             case (.paused, _): return
             case (.nothing, .end(let error)):
@@ -346,4 +379,7 @@ final class ChannelCore: @unchecked Sendable {
 
     /// How many sends wait now.
     var pendingSendCount: Int { sending.withLock { $0.pendingCount } }
+
+    /// The most SDUs one run of the read handler has received.
+    var longestReadRun: Int { longestReadRunStorage.load(ordering: .relaxed) }
 }

@@ -44,6 +44,7 @@ final class PacketReceiver: @unchecked Sendable {
         self.operations = operations
         self.receiveMTU = receiveMTU
         scratch = .allocate(byteCount: max(receiveMTU, 1), alignment: 16)
+        LargeSDUMemory.prepare(receiveMTU: receiveMTU)
     }
 
     deinit {
