@@ -15,9 +15,16 @@ extension BlueZAdapterBackend {
             _ = try await system.call(
                 self.path, "org.bluez.LEAdvertisingManager1", "RegisterAdvertisement",
                 [.objectPath(path), .dictionary(key: .string, value: .variant, [])])
-        } catch let error as BluetoothError {
+        } catch {
+            // BlueZ may have registered the advertisement although its answer did not reach us (the
+            // task was cancelled while waiting): unregister it, from a task that is not cancelled.
+            let (system, adapter) = (self.system, self.path)
+            await Task.detached {
+                _ = try? await system.call(
+                    adapter, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement", [.objectPath(path)])
+            }.value
             await connection.unexport(path)
-            throw Self.explain(error)
+            throw (error as? BluetoothError).map(Self.explain) ?? error
         }
         let system = self.system
         let adapter = self.path

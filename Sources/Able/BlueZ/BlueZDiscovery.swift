@@ -28,6 +28,12 @@ actor BlueZDiscoveryCoordinator {
         }
         if case .failure(let error) = result {
             scans[adapter]?[id] = nil
+            if first, scans[adapter]?.isEmpty != false {
+                // StartDiscovery may have reached BlueZ although its answer did not reach us (the
+                // scan was cancelled while waiting): stop it, in line and whatever the caller does.
+                // A refused StartDiscovery makes this a harmless error.
+                queue.submit { [system] in _ = try? await system.call(adapter, "org.bluez.Adapter1", "StopDiscovery") }
+            }
             throw error
         }
         return id

@@ -64,6 +64,13 @@ final class BlueZGATTApplication: GATTServerBackend {
                 adapter, "org.bluez.GattManager1", "RegisterApplication",
                 [.objectPath(root), .dictionary(key: .string, value: .variant, [])])
         } catch {
+            // BlueZ may have registered the application although its answer did not reach us (the
+            // task was cancelled while waiting): unregister it, from a task that is not cancelled.
+            let (system, adapter, root) = (self.system, self.adapter, self.root)
+            await Task.detached {
+                _ = try? await system.call(
+                    adapter, "org.bluez.GattManager1", "UnregisterApplication", [.objectPath(root)])
+            }.value
             await unexportAll()
             throw error
         }

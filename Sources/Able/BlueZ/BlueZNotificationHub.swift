@@ -67,6 +67,12 @@ final class BlueZNotificationHub: Sendable {
                 _ = try await system.call(characteristic, BlueZPeripheralBackend.characteristic, "StartNotify")
             } catch {
                 subscription.cancel()
+                // BlueZ may have started notifying although the answer never reached us (the task
+                // was cancelled while waiting, or the call timed out): stop it, from a task that
+                // is not cancelled. Refused StartNotify calls make this a harmless error.
+                await Task.detached {
+                    _ = try? await system.call(characteristic, BlueZPeripheralBackend.characteristic, "StopNotify")
+                }.value
                 throw error
             }
             let watcher = Task { [changes = system.tree.changes()] in

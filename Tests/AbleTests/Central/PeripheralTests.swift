@@ -196,6 +196,20 @@ struct PeripheralTests {
         }
     }
 
+    @Test func aSubscriptionCancelledWhileStartNotifyIsUnansweredIsStoppedInBlueZ() async throws {
+        try await withDevice { _, device, _, peripheral in
+            try await peripheral.connect(timeout: .seconds(5))
+            device.startNotifyDelay.value = .seconds(2)
+            let subscribing = Task { try await peripheral.notifications(of: SeedCharacteristic.b2) }
+            try await waitUntil { device.calls.value.contains { $0.hasPrefix("StartNotify") } }
+            subscribing.cancel()
+            await #expect(throws: CancellationError.self) { _ = try await subscribing.value }
+            // BlueZ started notifying all the same: Able stops it rather than leave it running.
+            try await waitUntil { device.calls.value.last?.hasPrefix("StopNotify") == true }
+            try await peripheral.disconnect()
+        }
+    }
+
     @Test func cancellingATaskInsideWithConnectionStillDisconnectsAndUnsubscribes() async throws {
         try await withDevice { fake, device, adapter, _ in
             let scan = try await adapter.scan(ScanFilter(serviceUUIDs: [SeedService.a.uuid]))

@@ -85,6 +85,17 @@ struct ScanTests {
         }
     }
 
+    @Test func aScanCancelledBeforeBlueZAnswersStartDiscoveryStopsDiscovery() async throws {
+        try await withScanningAdapter { fake, adapter in
+            fake.replyDelay.value = .seconds(2)
+            let scanning = Task { _ = try await adapter.scan() }
+            try await waitUntil { fake.discoveryCalls.value.contains("StartDiscovery") }
+            scanning.cancel()
+            _ = await scanning.result
+            try await waitUntil { fake.discoveryCalls.value.last == "StopDiscovery" }
+        }
+    }
+
     @Test func firstWithATimeoutThrowsTimeoutAndStopsDiscovery() async throws {
         try await withScanningAdapter { fake, adapter in
             let error = await #expect(throws: BluetoothError.self) {

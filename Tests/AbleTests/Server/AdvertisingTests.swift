@@ -37,6 +37,17 @@ struct AdvertisingTests {
         }
     }
 
+    @Test func advertisingCancelledBeforeBlueZAnswersIsUnregistered() async throws {
+        try await withAdapter { fake, adapter in
+            fake.replyDelay.value = .seconds(2)
+            let starting = Task { try await adapter.startAdvertising(Advertisement(localName: "able")) }
+            try await waitUntil { fake.advertisement.value != nil }
+            starting.cancel()
+            await #expect(throws: CancellationError.self) { _ = try await starting.value }
+            #expect(fake.advertisement.value == nil)
+        }
+    }
+
     @Test func releaseByBlueZIsNoticed() async throws {
         try await withAdapter { fake, adapter in
             let set = try await adapter.startAdvertising(Advertisement(localName: "able"))

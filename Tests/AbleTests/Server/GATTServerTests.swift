@@ -91,6 +91,19 @@ struct GATTServerTests {
             entries.map { DBusDictionaryEntry(key: .string($0.key), value: .variant($0.value)) })
     }
 
+    @Test func aServerCancelledBeforeBlueZAnswersIsUnregistered() async throws {
+        let bus = try PrivateBus()
+        let fake = try await FakeBlueZ.start(on: bus)
+        let system = try await BlueZSystem.open(on: try await bus.connect())
+        let adapter = Adapter(backend: try await BlueZAdapterBackend.open(name: "hci1", system: system))
+        fake.replyDelay.value = .seconds(2)
+        let starting = Task { try await GATTServer.start(on: adapter, definition: Self.definition(events: Locked([]))) }
+        try await waitUntil { fake.application.value != nil }
+        starting.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await starting.value }
+        #expect(fake.application.value == nil)
+    }
+
     @Test func theApplicationIsRegisteredWithItsObjectsAndFlags() async throws {
         try await withServer { fixture, server in
             let objects = try #require(fixture.fake.application.value?.objects)

@@ -18,6 +18,9 @@ final class FakeBlueZ: Sendable {
     let advertisement = Locked<(owner: String, path: DBusObjectPath, properties: [String: DBusVariant])?>(nil)
     /// The last discovery filter set.
     let discoveryFilter = Locked<[String: DBusVariant]>([:])
+    /// How long `StartDiscovery`, `RegisterApplication` and `RegisterAdvertisement` wait before
+    /// they answer, once they have done their work: the window in which a caller gives up.
+    let replyDelay = Locked<Duration>(.zero)
     private let adapters: [String: Locked<[String: DBusValue]>]
 
     static func start(on bus: PrivateBus, adapters names: [String] = ["hci0", "hci1"]) async throws -> FakeBlueZ {
@@ -77,9 +80,10 @@ final class FakeBlueZ: Sendable {
                     filter.value = try call.argument(0)
                     return []
                 },
-                DBusMethod("StartDiscovery") { [weak self] _ in
+                DBusMethod("StartDiscovery") { [weak self, replyDelay] _ in
                     calls.value.append("StartDiscovery")
                     self?.change(name, "Discovering", to: .boolean(true))
+                    try await Task.sleep(for: replyDelay.value)
                     return []
                 },
                 DBusMethod("StopDiscovery") { [weak self] _ in
@@ -89,6 +93,7 @@ final class FakeBlueZ: Sendable {
                 },
             ]
             let application = self.application
+            let replyDelay = self.replyDelay
             let gattManager = DBusInterface(
                 "org.bluez.GattManager1",
                 methods: [
@@ -99,6 +104,7 @@ final class FakeBlueZ: Sendable {
                             destination: call.sender, path: root, interface: "org.freedesktop.DBus.ObjectManager",
                             method: "GetManagedObjects")
                         application.value = (call.sender, root, try reply[0].decode())
+                        try await Task.sleep(for: replyDelay.value)
                         return []
                     },
                     DBusMethod.immediate("UnregisterApplication", in: "o") { _ in
@@ -120,6 +126,7 @@ final class FakeBlueZ: Sendable {
                             throw DBusError("org.bluez.Error.NotPermitted", "Maximum advertisements reached")
                         }
                         advertisement.value = (call.sender, path, properties)
+                        try await Task.sleep(for: replyDelay.value)
                         return []
                     },
                     DBusMethod.immediate("UnregisterAdvertisement", in: "o") { _ in

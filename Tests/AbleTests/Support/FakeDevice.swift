@@ -33,6 +33,8 @@ final class FakeDevice: Sendable {
     /// `thenDisconnect` is set, drops the link 100 ms later, as BlueZ fails a read the link
     /// drop interrupted before it announces the disconnect.
     let readFailure = Locked<(name: String, message: String, thenDisconnect: Bool)?>(nil)
+    /// Makes `StartNotify` answer only this long after it is called (it counts as called at once).
+    let startNotifyDelay = Locked<Duration>(.zero)
 
     init(
         path: DBusObjectPath, connection: DBusConnection, services: [Service], announcesConnected: Bool,
@@ -165,7 +167,9 @@ final class FakeDevice: Sendable {
                             return []
                         },
                         DBusMethod("StartNotify") { _ in
-                            calls.value.append("StartNotify:\(path.lastElement)"); return []
+                            calls.value.append("StartNotify:\(path.lastElement)")
+                            try await Task.sleep(for: device.startNotifyDelay.value)
+                            return []
                         },
                         DBusMethod("StopNotify") { _ in
                             calls.value.append("StopNotify:\(path.lastElement)"); return []
