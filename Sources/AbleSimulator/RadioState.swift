@@ -40,6 +40,7 @@ struct RadioState {
     var subscriptions: [SubscriptionKey: [UInt64: NotificationStream.Continuation]] = [:]
     var scans: [UInt64: Scan] = [:]
     var adapterListeners: [BluetoothAddress: [UInt64: AsyncStream<Adapter.State>.Continuation]] = [:]
+    var connectionListeners: [Connection: [UInt64: AsyncStream<Peripheral.ConnectionState>.Continuation]] = [:]
     var listeners: [ListenerKey: Listener] = [:]
     var channels: [UInt64: SimulatedL2CAPLink] = [:]
     var nextID: UInt64 = 0

@@ -57,6 +57,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             state.connections.insert(connection)
             return (device.events, device.servicesResolve)
         }
+        radio.connectionStateChanged(connection, to: .connecting)
         events?.connectionChanged(Central(address: central), true)
         do {
             if resolves {
@@ -66,6 +67,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
                         throw BluetoothError(
                             .disconnected, message: "\(address) disconnected before its services were resolved")
                     }
+                    radio.connectionStateChanged(connection, to: .connected)
                     return
                 }
             } else {
@@ -94,7 +96,17 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
 
     func connectionStates() -> AsyncStream<Peripheral.ConnectionState> {
         let (stream, continuation) = AsyncStream<Peripheral.ConnectionState>.makeStream()
-        continuation.yield(isConnected ? .connected : .disconnected(reason: nil))
+        let connection = self.connection
+        let id = radio.state.withLock { state in
+            let id = state.makeID()
+            state.connectionListeners[connection, default: [:]][id] = continuation
+            // Under the lock, so that no change slips in between the current state and the next.
+            continuation.yield(state.connections.contains(connection) ? .connected : .disconnected(reason: nil))
+            return id
+        }
+        continuation.onTermination = { [radio] _ in
+            _ = radio.state.withLock { $0.connectionListeners[connection]?.removeValue(forKey: id) }
+        }
         return stream
     }
 
@@ -370,10 +382,18 @@ extension SimulatedRadio {
         }
         dropL2CAPChannels(between: central, and: peripheral)
         guard removed else { return }
+        connectionStateChanged(
+            RadioState.Connection(central: central, peripheral: peripheral), to: .disconnected(reason: reason))
         for stream in streams {
             stream.finish(throwing: BluetoothError(.disconnected, message: reason ?? "the peripheral disconnected"))
         }
         events?.connectionChanged(Central(address: central), false)
+    }
+
+    /// Tells a connection's state listeners (``Peripheral/connectionStates()``) about a change.
+    func connectionStateChanged(_ connection: RadioState.Connection, to newState: Peripheral.ConnectionState) {
+        let listeners = state.withLock { Array(($0.connectionListeners[connection] ?? [:]).values) }
+        for listener in listeners { listener.yield(newState) }
     }
 
     /// An adapter powered off loses its connections and scans.

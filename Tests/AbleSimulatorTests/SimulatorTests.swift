@@ -40,6 +40,26 @@ struct SimulatorTests {
         }
     }
 
+    @Test func connectionStatesFollowConnectingResolvingAndLosingTheLink() async throws {
+        let radio = SimulatedRadio()
+        let device = seedPeripheral(on: radio)
+        let adapter = radio.makeAdapter()
+        let peripheral = adapter.peripheral(address: Self.peripheralAddress)
+        var states = await peripheral.connectionStates().makeAsyncIterator()
+        #expect(await states.next() == .disconnected(reason: nil))
+        try await peripheral.connect(timeout: .seconds(5))
+        #expect(await states.next() == .connecting)
+        #expect(await states.next() == .connected)
+        device.disconnectAll(reason: "the peripheral went out of range")
+        #expect(await states.next() == .disconnected(reason: "the peripheral went out of range"))
+        try await peripheral.connect(timeout: .seconds(5))
+        #expect(await states.next() == .connecting)
+        #expect(await states.next() == .connected)
+        try await peripheral.disconnect()
+        #expect(await states.next() == .disconnected(reason: nil))
+        #expect(radio.openResources.isEmpty)
+    }
+
     @Test func theSeedScenarioRunsOnTheSimulatorAndLeavesNothingOpen() async throws {
         let radio = SimulatedRadio()
         let peripheral = seedPeripheral(on: radio)

@@ -14,9 +14,16 @@
 public actor Peripheral {
     /// Where a connection stands.
     public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
+        /// Not connected. `reason` says why the link ended when the backend knows: BlueZ 5.66
+        /// reports no reason over D-Bus, so on BlueZ it is `nil` unless the device itself went
+        /// away; a simulated radio gives the reason of the fault that ended the link.
         case disconnected(reason: String?)
+        /// Linked, but the services are not resolved yet.
         case connecting
+        /// Linked, with the services resolved: GATT operations can go ahead.
         case connected
+        /// Being taken down. BlueZ announces no such state, so neither backend reports it today;
+        /// handle it like ``disconnected(reason:)`` in a `switch`.
         case disconnecting
 
         public var description: String {
