@@ -33,11 +33,13 @@ let package = Package(
         .target(name: "AbleTestSupport", dependencies: ["AbleDBus"], path: "Tests/Support"),
         .target(name: "AbleScenarios", dependencies: ["Able"], path: "Tests/Scenarios"),
         .testTarget(name: "AbleDBusTests", dependencies: ["AbleDBus", "AbleTestSupport"]),
-        .testTarget(name: "AbleTests", dependencies: ["Able", "AbleDBus", "AbleTestSupport"]),
-        .testTarget(name: "AbleCommandTests", dependencies: ["AbleCommand", "Able", "AbleSimulator", "AbleTestSupport"]),
+        .testTarget(name: "AbleTests", dependencies: ["Able", "AbleDBus", "AbleScenarios", "AbleTestSupport"]),
+        .testTarget(
+            name: "AbleCommandTests", dependencies: ["AbleCommand", "Able", "AbleSimulator", "AbleTestSupport"]),
         .testTarget(
             name: "AbleSimulatorTests", dependencies: ["Able", "AbleSimulator", "AbleScenarios", "AbleTestSupport"]),
-        .testTarget(name: "RealBlueZTests", dependencies: ["Able", "AbleDBus", "AbleScenarios"], exclude: ["Fixtures"]),
+        .testTarget(
+            name: "RealBlueZTests", dependencies: ["Able", "AbleDBus", "AbleScenarios"], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -25,13 +25,7 @@ enum FakeBlueZShape {
 nonisolated func receiveNotifications(_ stream: NotificationStream, count: Int, progress: Progress) async throws
     -> SequenceCheck
 {
-    var check = SequenceCheck()
-    for try await value in stream {
-        check.note(try FakeBlueZShape.sequenceNumber(of: value))
-        progress.received.store(check.received, ordering: .relaxed)
-        if check.expected >= count { break }
-    }
-    return check
+    try await receiveNumbered(stream, count: count, progress: progress, sequenceNumber: FakeBlueZShape.sequenceNumber)
 }
 
 /// `central-notifications`: through Able's public API on the fake BlueZ, gets the adapter and the
@@ -47,30 +41,11 @@ func runCentralNotifications(address: String, count: Int) async throws -> Measur
     let start = Mark.now()
     let stream = try await peripheral.notifications(of: FakeBlueZShape.characteristicID)
     let receiving = Task.detached { try await receiveNotifications(stream, count: count, progress: progress) }
-    let watchdog = Task.detached {
-        var seen = 0
-        var idle = 0.0
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(250))
-            let received = progress.received.load(ordering: .relaxed)
-            if received != seen {
-                seen = received
-                idle = 0
-            } else {
-                idle += 0.25
-                if idle > (received == 0 ? 30 : 5) {
-                    receiving.cancel()
-                    return
-                }
-            }
-        }
-    }
+    let watchdog = startWatchdog(cancelling: receiving, progress: progress)
     let check = try await receiving.value
     let end = Mark.now()
     watchdog.cancel()
     let dropped = stream.droppedCount
     await connection.close()
-    return Measurement(
-        operations: check.received, wall: check.last - check.first, start: start, end: end,
-        lost: check.lost + max(count - Int(check.expected), 0), reordered: check.reordered, dropped: dropped)
+    return check.measurement(expecting: count, start: start, end: end, dropped: dropped)
 }

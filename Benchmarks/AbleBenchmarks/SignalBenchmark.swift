@@ -53,29 +53,68 @@ final class Progress: Sendable {
     let received = Atomic<Int>(0)
 }
 
-/// The `for try await` loop, on the global executor.
-nonisolated func receiveOnGlobalExecutor(_ stream: DBusSignalStream, count: Int, progress: Progress) async throws
-    -> SequenceCheck
-{
+/// The `for try await` loop over a stream of numbered values, checking each value's sequence
+/// number, until `count` have been expected. It runs where its caller is isolated: on the global
+/// executor from a `nonisolated` function, on an actor's executor from the actor.
+func receiveNumbered<Values: AsyncSequence>(
+    _ stream: Values, count: Int, progress: Progress, isolation: isolated (any Actor)? = #isolation,
+    sequenceNumber: (Values.Element) throws -> UInt64
+) async throws -> SequenceCheck {
     var check = SequenceCheck()
-    for try await signal in stream {
-        check.note(try NotificationShape.sequenceNumber(of: signal))
+    var iterator = stream.makeAsyncIterator()
+    while let value = try await iterator.next(isolation: isolation) {
+        check.note(try sequenceNumber(value))
         progress.received.store(check.received, ordering: .relaxed)
         if check.expected >= count { break }
     }
     return check
 }
 
+/// The loop over signals, on the global executor.
+nonisolated func receiveOnGlobalExecutor(_ stream: DBusSignalStream, count: Int, progress: Progress) async throws
+    -> SequenceCheck
+{
+    try await receiveNumbered(
+        stream, count: count, progress: progress, sequenceNumber: NotificationShape.sequenceNumber)
+}
+
 extension SharedExecutorRunner {
     /// The same loop, on the connection's executor.
     func receive(_ stream: DBusSignalStream, count: Int, progress: Progress) async throws -> SequenceCheck {
-        var check = SequenceCheck()
-        for try await signal in stream {
-            check.note(try NotificationShape.sequenceNumber(of: signal))
-            progress.received.store(check.received, ordering: .relaxed)
-            if check.expected >= count { break }
+        try await receiveNumbered(
+            stream, count: count, progress: progress, sequenceNumber: NotificationShape.sequenceNumber)
+    }
+}
+
+/// Cancels `receiving` once no value came for 5 s (30 s before the first).
+func startWatchdog(cancelling receiving: Task<SequenceCheck, any Error>, progress: Progress) -> Task<Void, Never> {
+    Task.detached {
+        var seen = 0
+        var idle = 0.0
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(250))
+            let received = progress.received.load(ordering: .relaxed)
+            if received != seen {
+                seen = received
+                idle = 0
+            } else {
+                idle += 0.25
+                if idle > (received == 0 ? 30 : 5) {
+                    receiving.cancel()
+                    return
+                }
+            }
         }
-        return check
+    }
+}
+
+extension SequenceCheck {
+    /// The figure of a run that expected `count` values: wall time from the first value to the last,
+    /// CPU from `start` to `end`, and every value missing at the end counted as lost.
+    func measurement(expecting count: Int, start: Mark, end: Mark, dropped: Int) -> Measurement {
+        Measurement(
+            operations: received, wall: last - first, start: start, end: end,
+            lost: lost + max(count - Int(expected), 0), reordered: reordered, dropped: dropped)
     }
 }
 
@@ -94,30 +133,11 @@ func runSignals(address: String, count: Int, bufferLimit: Int, placement: Placem
         case .shared: try await runner.receive(stream, count: count, progress: progress)
         }
     }
-    let watchdog = Task.detached {
-        var seen = 0
-        var idle = 0.0
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .milliseconds(250))
-            let received = progress.received.load(ordering: .relaxed)
-            if received != seen {
-                seen = received
-                idle = 0
-            } else {
-                idle += 0.25
-                if idle > (received == 0 ? 30 : 5) {
-                    receiving.cancel()
-                    return
-                }
-            }
-        }
-    }
+    let watchdog = startWatchdog(cancelling: receiving, progress: progress)
     let check = try await receiving.value
     let end = Mark.now()
     watchdog.cancel()
     let dropped = stream.droppedCount
     await connection.close()
-    return Measurement(
-        operations: check.received, wall: check.last - check.first, start: start, end: end,
-        lost: check.lost + max(count - Int(check.expected), 0), reordered: check.reordered, dropped: dropped)
+    return check.measurement(expecting: count, start: start, end: end, dropped: dropped)
 }

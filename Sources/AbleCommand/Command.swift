@@ -94,14 +94,7 @@ func withConnection<T: Sendable>(
         peripheral = adapter.peripheral(for: found)
         try await peripheral.connect(timeout: timeout)
     }
-    do {
-        let result = try await body(peripheral)
-        await peripheral.disconnectEvenIfCancelled()
-        return result
-    } catch {
-        await peripheral.disconnectEvenIfCancelled()
-        throw error
-    }
+    return try await peripheral.disconnecting(after: body)
 }
 
 /// Finds the characteristic `uuid` among the peripheral's services (in `service` when given).

@@ -1,25 +1,8 @@
 import Able
+import AbleScenarios
 import AbleSimulator
 import AbleTestSupport
 import Testing
-
-enum SeedService: String, ServiceIdentifier {
-    case a = "6e400001-0000-1000-8000-00805f9b34fb"
-    case b = "6e400002-0000-1000-8000-00805f9b34fb"
-}
-
-enum SeedCharacteristic: String, CharacteristicIdentifier {
-    case a1 = "6e400011-0000-1000-8000-00805f9b34fb"
-    case b1 = "6e400021-0000-1000-8000-00805f9b34fb"
-    case b2 = "6e400022-0000-1000-8000-00805f9b34fb"
-
-    var service: any ServiceIdentifier {
-        switch self {
-        case .a1: SeedService.a
-        case .b1, .b2: SeedService.b
-        }
-    }
-}
 
 @Suite(.timeLimit(.minutes(1)))
 struct SimulatorTests {

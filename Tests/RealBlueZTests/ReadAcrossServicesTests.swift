@@ -1,4 +1,5 @@
 import Able
+import AbleScenarios
 import Foundation
 import Testing
 
@@ -9,24 +10,6 @@ extension RealBlueZ {
     /// then as the snippet's own binary.
     @Suite(.timeLimit(.minutes(2)))
     struct ReadAcrossServices {
-        enum SeedService: String, ServiceIdentifier {
-            case a = "6e400001-0000-1000-8000-00805f9b34fb"
-            case b = "6e400002-0000-1000-8000-00805f9b34fb"
-        }
-
-        enum SeedCharacteristic: String, CharacteristicIdentifier {
-            case a1 = "6e400011-0000-1000-8000-00805f9b34fb"
-            case b1 = "6e400021-0000-1000-8000-00805f9b34fb"
-            case b2 = "6e400022-0000-1000-8000-00805f9b34fb"
-
-            var service: any ServiceIdentifier {
-                switch self {
-                case .a1: SeedService.a
-                case .b1, .b2: SeedService.b
-                }
-            }
-        }
-
         /// B1 says 3; the server notifies B2 three times as soon as a central subscribes.
         static let server = GATTServerDefinition {
             Service(SeedService.a) { Characteristic(SeedCharacteristic.a1, properties: [.read], value: [0xA1]) }

@@ -61,29 +61,9 @@ struct BlueZAdapterBackend: AdapterBackend {
     }
 
     func stateChanges() -> AsyncStream<Adapter.State> {
-        let (stream, continuation) = AsyncStream<Adapter.State>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let changes = system.tree.changes()
-        var last = currentState
-        continuation.yield(last)
-        let task = Task { [system, name, path] in
-            for await change in changes {
-                switch change {
-                case .interfacesAdded(let changed, _), .interfacesRemoved(let changed, _),
-                    .propertiesChanged(let changed, _, _, _):
-                    guard changed == path else { continue }
-                case .serviceLeft:
-                    continue
-                }
-                let state = Self.state(name: name, from: system.tree.properties(of: Self.interface, at: path))
-                if state != last {
-                    last = state
-                    continuation.yield(state)
-                }
-            }
-            continuation.finish()
+        system.tree.states(of: path, bufferingPolicy: .bufferingNewest(1)) { [system, name, path] in
+            Self.state(name: name, from: system.tree.properties(of: Self.interface, at: path))
         }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
     }
 }
 

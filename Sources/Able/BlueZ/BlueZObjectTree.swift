@@ -9,6 +9,14 @@ enum ObjectTreeChange: Sendable {
     /// The service left the bus (bluetoothd stopped or the connection was lost); the removal of
     /// every object follows.
     case serviceLeft
+
+    /// The object the change is about; `nil` for the service leaving.
+    var path: DBusObjectPath? {
+        switch self {
+        case .interfacesAdded(let path, _), .interfacesRemoved(let path, _), .propertiesChanged(let path, _, _, _): path
+        case .serviceLeft: nil
+        }
+    }
 }
 
 /// The objects of one D-Bus service with an `ObjectManager` at `/` (BlueZ), tracked once per
@@ -221,5 +229,31 @@ extension Optional where Wrapped == DBusValue {
     func unwrapped(_ what: String) throws -> DBusValue {
         guard let self else { throw BluetoothError(.protocolError, message: "\(what) returned no value") }
         return self
+    }
+}
+
+extension BlueZObjectTree {
+    /// `state()` now and then each time it differs after a change of the object at `path`; the
+    /// stream ends when the tree stops following BlueZ, and stops the following when it is dropped.
+    func states<State: Equatable & Sendable>(
+        of path: DBusObjectPath, bufferingPolicy: AsyncStream<State>.Continuation.BufferingPolicy,
+        _ state: @escaping @Sendable () -> State
+    ) -> AsyncStream<State> {
+        let (stream, continuation) = AsyncStream<State>.makeStream(bufferingPolicy: bufferingPolicy)
+        let changes = changes()
+        var last = state()
+        continuation.yield(last)
+        let task = Task {
+            for await change in changes where change.path == path {
+                let current = state()
+                if current != last {
+                    last = current
+                    continuation.yield(current)
+                }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
     }
 }

@@ -92,31 +92,11 @@ struct BlueZPeripheralBackend: PeripheralBackend {
     }
 
     func connectionStates() -> AsyncStream<Peripheral.ConnectionState> {
-        let (stream, continuation) = AsyncStream<Peripheral.ConnectionState>.makeStream()
-        let changes = system.tree.changes()
-        let current: () -> Peripheral.ConnectionState = { [self] in
+        system.tree.states(of: path, bufferingPolicy: .unbounded) { [self] in
             guard properties != nil else { return .disconnected(reason: "the device is gone") }
             return isConnected && flag("ServicesResolved")
                 ? .connected : isConnected ? .connecting : .disconnected(reason: nil)
         }
-        var last = current()
-        continuation.yield(last)
-        let task = Task { [path] in
-            for await change in changes {
-                switch change {
-                case .interfacesAdded(path, _), .interfacesRemoved(path, _), .propertiesChanged(path, _, _, _): break
-                default: continue
-                }
-                let state = current()
-                if state != last {
-                    last = state
-                    continuation.yield(state)
-                }
-            }
-            continuation.finish()
-        }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
     }
 
     // MARK: GATT

@@ -156,14 +156,7 @@ public actor Adapter {
     ) async throws -> T {
         let peripheral = peripheral(for: discovery)
         try await peripheral.connect(timeout: timeout)
-        do {
-            let result = try await body(peripheral)
-            await peripheral.disconnectEvenIfCancelled()
-            return result
-        } catch {
-            await peripheral.disconnectEvenIfCancelled()
-            throw error
-        }
+        return try await peripheral.disconnecting(after: body)
     }
 
     /// Starts advertising, so that centrals find (and, if connectable, connect to) this adapter.

@@ -20,24 +20,7 @@ public struct NotificationStream: AsyncSequence, Sendable {
     typealias Base = AsyncThrowingStream<[UInt8], any Error>
 
     /// The producing end, fed by a backend straight from the bus's dispatch.
-    package struct Continuation: Sendable {
-        let base: Base.Continuation
-        let counter: DropCounter
-
-        package func yield(_ value: [UInt8]) {
-            counter.count(base.yield(value))
-        }
-
-        /// Whether values wait in the buffer for the consumer: the simulated radio's clock lets
-        /// the consumer take them before it moves time on.
-        package var hasUntakenElements: Bool { counter.untaken > 0 }
-
-        package func finish(throwing error: (any Error)? = nil) { base.finish(throwing: error) }
-
-        package func onTermination(_ handler: @escaping @Sendable () -> Void) {
-            base.onTermination = { _ in handler() }
-        }
-    }
+    package typealias Continuation = CountedContinuation<[UInt8]>
 
     let base: Base
     let lifetime: IterationLifetime<[UInt8]>

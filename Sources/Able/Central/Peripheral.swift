@@ -72,10 +72,20 @@ public actor Peripheral {
         try await backend.disconnect()
     }
 
-    /// Disconnects outside the current task, so that a cancelled task still ends the link.
-    package nonisolated func disconnectEvenIfCancelled() async {
+    /// Runs `body` on the connected peripheral, then disconnects whatever `body` does, even when
+    /// the task is cancelled (outside the task, so that BlueZ still gets the `Disconnect`).
+    package func disconnecting<T: Sendable>(
+        isolation: isolated (any Actor)? = #isolation, after body: (Peripheral) async throws -> T
+    ) async throws -> T {
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await body(self))
+        } catch {
+            result = .failure(error)
+        }
         let backend = self.backend
         await Task.detached { try? await backend.disconnect() }.value
+        return try result.get()
     }
 
     /// Whether the peripheral is paired (bonded or not).

@@ -15,24 +15,7 @@ public struct ScanStream: AsyncSequence, Sendable {
     typealias Base = AsyncThrowingStream<Discovery, any Error>
 
     /// The producing end, fed by a backend.
-    package struct Continuation: Sendable {
-        let base: Base.Continuation
-        let counter: DropCounter
-
-        package func yield(_ discovery: Discovery) {
-            counter.count(base.yield(discovery))
-        }
-
-        /// Whether discoveries wait in the buffer for the consumer: the simulated radio's clock
-        /// lets the consumer take them before it moves time on.
-        package var hasUntakenElements: Bool { counter.untaken > 0 }
-
-        package func finish(throwing error: (any Error)? = nil) { base.finish(throwing: error) }
-
-        package func onTermination(_ handler: @escaping @Sendable () -> Void) {
-            base.onTermination = { _ in handler() }
-        }
-    }
+    package typealias Continuation = CountedContinuation<Discovery>
 
     let base: Base
     let lifetime: IterationLifetime<Discovery>

@@ -1,32 +1,15 @@
 import AbleDBus
+import AbleScenarios
 import AbleTestSupport
 import Testing
 
 @testable import Able
 
-/// The services of the seed scenario (RxBluetoothKit's article): service A with A1, service B
-/// with B1 (how many notifications to take) and B2 (notifies).
-enum SeedService: String, ServiceIdentifier {
-    case a = "6e400001-0000-1000-8000-00805f9b34fb"
-    case b = "6e400002-0000-1000-8000-00805f9b34fb"
-}
-
-enum SeedCharacteristic: String, CharacteristicIdentifier {
-    case a1 = "6e400011-0000-1000-8000-00805f9b34fb"
-    case b1 = "6e400021-0000-1000-8000-00805f9b34fb"
-    case b2 = "6e400022-0000-1000-8000-00805f9b34fb"
-
-    var service: any ServiceIdentifier {
-        switch self {
-        case .a1: SeedService.a
-        case .b1, .b2: SeedService.b
-        }
-    }
-}
-
 @Suite(.timeLimit(.minutes(1)))
 struct PeripheralTests {
     static let address = "00:11:22:33:44:55"
+    /// The services of the seed scenario (RxBluetoothKit's article): service A with A1, service B
+    /// with B1 (how many notifications to take) and B2 (notifies).
     static let services: [FakeDevice.Service] = [
         FakeDevice.Service(
             uuid: SeedService.a.rawValue,
