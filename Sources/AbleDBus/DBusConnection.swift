@@ -234,12 +234,10 @@ public actor DBusConnection {
     /// - Returns: The stream of matching signals.
     /// - Throws: ``DBusError`` when the daemon rejects the rule or the connection is closed.
     public func signals(matching rule: DBusMatchRule, bufferLimit: Int = 1024) async throws -> DBusSignalStream {
-        let (base, continuation) = AsyncThrowingStream<DBusSignal, any Error>.makeStream(
-            bufferingPolicy: .bufferingOldest(max(bufferLimit, 1)))
-        let sink = SignalSink(continuation)
+        let sink = SignalSink(bufferLimit: bufferLimit)
         let end = try await addSubscription(rule, receiver: sink)
-        continuation.onTermination = { _ in end() }
-        return DBusSignalStream(base: base, sink: sink, lifetime: IterationLifetime(sink))
+        sink.buffer.onTermination(end)
+        return DBusSignalStream(sink: sink, lifetime: IterationLifetime(sink))
     }
 
     /// Subscribes to the signals a rule matches, handing each one to `handler` on the

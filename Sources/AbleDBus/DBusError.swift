@@ -69,7 +69,7 @@ public struct DBusError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Whether the connection is gone.
     public var isDisconnected: Bool { name == .disconnected }
 
-    static func typeMismatch(expected: String, got value: DBusValue) -> DBusError {
+    @usableFromInline static func typeMismatch(expected: String, got value: DBusValue) -> DBusError {
         DBusError(.invalidArgs, "expected \(expected), got \(value.signature.rawValue) (\(value))")
     }
 }

@@ -29,7 +29,11 @@ public struct DBusInterface: Sendable {
 public struct DBusMethod: Sendable {
     /// How a method runs.
     public enum Handler: Sendable {
-        /// Runs in a task of its own; it may suspend.
+        /// Runs in a task of its own; it may suspend. The task starts at once on the
+        /// connection's queue, as the call is dispatched, and runs there until the handler first
+        /// suspends (a handler that answers without suspending costs no hop at all); after that it
+        /// runs on the global executor. Like any code on that queue, it must not block before it
+        /// suspends: long synchronous work belongs after an `await` or in a task of its own.
         case async(@Sendable (DBusMethodCall) async throws -> [DBusValue])
         /// Runs on the connection's queue as the call is dispatched, with no task and no hop. It
         /// must return quickly and never block.

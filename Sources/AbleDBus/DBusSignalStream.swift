@@ -3,7 +3,8 @@ import Synchronization
 /// The signals that one subscription receives, for `for try await`.
 ///
 /// Signals are yielded straight from the connection's dispatch into this stream's buffer, in
-/// the order the bus delivered them, with no task or actor hop per signal.
+/// the order the bus delivered them, with no task or actor hop per signal. A waiting consumer is
+/// woken once for all the signals that one read from the bus socket brought, not once per signal.
 ///
 /// **Buffering:** the stream holds at most `bufferLimit` signals (given when subscribing) that
 /// the consumer has not taken yet. When it is full, newly arriving signals are dropped and
@@ -19,31 +20,30 @@ import Synchronization
 public struct DBusSignalStream: AsyncSequence, Sendable {
     public typealias Element = DBusSignal
 
-    let base: AsyncThrowingStream<DBusSignal, any Error>
     let sink: SignalSink
     let lifetime: IterationLifetime
 
     /// How many signals were dropped because the buffer was full.
-    public var droppedCount: Int { sink.droppedCount }
+    public var droppedCount: Int { sink.buffer.droppedCount }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: base.makeAsyncIterator(), stream: lifetime, lifetime: IterationLifetime(sink))
+        AsyncIterator(buffer: sink.buffer, stream: lifetime, lifetime: IterationLifetime(sink))
     }
 
     /// The iterator of a signal stream; not `Sendable`, like every iterator. When it goes away
     /// (the loop ended), the subscription ends.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        var base: AsyncThrowingStream<DBusSignal, any Error>.AsyncIterator
+        let buffer: DeliveryBuffer<DBusSignal>
         /// Keeps the subscription going while this iterator lives, even if the stream value is gone.
         let stream: IterationLifetime
         let lifetime: IterationLifetime
 
         public mutating func next() async throws -> DBusSignal? {
-            try await base.next()
+            try await buffer.next(isolation: nil)
         }
 
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> DBusSignal? {
-            try await base.next(isolation: actor)
+            try await buffer.next(isolation: actor)
         }
     }
 }
@@ -70,22 +70,17 @@ protocol SignalReceiver: Sendable {
 
 /// The producing end of a signal stream: yielded to on the connection's queue.
 final class SignalSink: SignalReceiver {
-    private let continuation: AsyncThrowingStream<DBusSignal, any Error>.Continuation
-    private let dropped = Atomic<Int>(0)
+    let buffer: DeliveryBuffer<DBusSignal>
 
-    init(_ continuation: AsyncThrowingStream<DBusSignal, any Error>.Continuation) {
-        self.continuation = continuation
+    init(bufferLimit: Int) {
+        buffer = DeliveryBuffer(limit: bufferLimit, policy: .dropNewest)
     }
 
-    var droppedCount: Int { dropped.load(ordering: .relaxed) }
-
     func yield(_ signal: DBusSignal) {
-        if case .dropped = continuation.yield(signal) {
-            dropped.add(1, ordering: .relaxed)
-        }
+        buffer.yield(signal)
     }
 
     func finish(throwing error: (any Error)? = nil) {
-        continuation.finish(throwing: error)
+        buffer.finish(throwing: error)
     }
 }

@@ -221,4 +221,57 @@ struct ExportTests {
             #expect(String(decoding: buffer.prefix(max(count, 0)), as: UTF8.self) == "from server")
         }
     }
+
+    /// Async handlers start on the connection's queue: one that answers without suspending, one
+    /// that sleeps, one that calls the bus through its own connection and one that throws are all
+    /// answered, many at once, each with its own answer.
+    @Test func asyncHandlersAnswerWhetherOrNotTheySuspend() async throws {
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            try await server.export(
+                [
+                    DBusInterface(
+                        "org.example.Handlers",
+                        methods: [
+                            DBusMethod("AtOnce", in: "u", out: "u") { call in
+                                [.uint32(try call.argument(0, as: UInt32.self) + 1)]
+                            },
+                            DBusMethod("AfterSleeping", in: "u", out: "u") { call in
+                                try await Task.sleep(for: .milliseconds(1))
+                                return [.uint32(try call.argument(0, as: UInt32.self) + 2)]
+                            },
+                            DBusMethod("AskingTheBus", in: "u", out: "us") { [server] call in
+                                let id = try await server.call(
+                                    destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                    interface: "org.freedesktop.DBus", method: "GetId")
+                                return [.uint32(try call.argument(0, as: UInt32.self) + 3), id[0]]
+                            },
+                            DBusMethod("Failing", in: "u", out: "") { _ in
+                                throw DBusError(DBusError.Name(rawValue: "org.example.Error.Refused"), "no")
+                            },
+                        ])
+                ], at: "/handlers")
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<200 {
+                    group.addTask {
+                        let methods = ["AtOnce", "AfterSleeping", "AskingTheBus", "Failing"]
+                        let method = methods[index % methods.count]
+                        let call = {
+                            try await client.call(
+                                destination: server.uniqueName, path: "/handlers", interface: "org.example.Handlers",
+                                method: method, arguments: [.uint32(UInt32(index))])
+                        }
+                        if method == "Failing" {
+                            await #expect(throws: DBusError.self) { try await call() }
+                            return
+                        }
+                        let reply = try await call()
+                        #expect(try reply[0].decode(UInt32.self) == UInt32(index + 1 + index % methods.count))
+                        if method == "AskingTheBus" { #expect(try reply[1].decode(String.self).count == 32) }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+    }
 }

@@ -17,7 +17,7 @@ actor BlueZDiscoveryCoordinator {
         let merged = Self.merge(Array(scans[adapter]!.values))
         let result: Result<Void, any Error> = await queue.runCatching { [system] in
             do {
-                try await system.call(adapter, "org.bluez.Adapter1", "SetDiscoveryFilter", [merged])
+                _ = try await system.call(adapter, "org.bluez.Adapter1", "SetDiscoveryFilter", [merged])
                 if first { _ = try await system.call(adapter, "org.bluez.Adapter1", "StartDiscovery") }
                 return .success(())
             } catch let error as BluetoothError where !first && error.code == .inProgress {

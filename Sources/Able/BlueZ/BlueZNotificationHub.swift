@@ -7,22 +7,36 @@ import Synchronization
 final class BlueZNotificationHub: Sendable {
     /// The streams of one characteristic; touched on the hot path, so a lock and no actor.
     final class Fanout: Sendable {
-        let consumers = Mutex<[UInt64: NotificationStream.Continuation]>([:])
+        /// The streams by their ID, in the order they were added.
+        private let consumers = Mutex<[(id: UInt64, stream: NotificationStream.Continuation)]>([])
 
         func deliver(_ signal: DBusSignal) {
             guard signal.arguments.count >= 2, case .dictionary(_, _, let entries) = signal.arguments[1] else { return }
             for entry in entries where entry.key == .string("Value") {
                 guard case .variant(.bytes(let value)) = entry.value else { return }
-                for consumer in consumers.withLock({ Array($0.values) }) { consumer.yield(value) }
+                // Copying the array under the lock retains its storage; it allocates nothing.
+                for consumer in consumers.withLock({ $0 }) { consumer.stream.yield(value) }
+            }
+        }
+
+        func add(_ stream: NotificationStream.Continuation, id: UInt64) {
+            consumers.withLock { $0.append((id, stream)) }
+        }
+
+        /// Removes a stream; returns whether none is left.
+        func remove(_ id: UInt64) -> Bool {
+            consumers.withLock { consumers in
+                consumers.removeAll { $0.id == id }
+                return consumers.isEmpty
             }
         }
 
         func finishAll(throwing error: any Error) {
             for consumer in consumers.withLock({ consumers in
                 defer { consumers.removeAll() }
-                return Array(consumers.values)
+                return consumers
             }) {
-                consumer.finish(throwing: error)
+                consumer.stream.finish(throwing: error)
             }
         }
     }
@@ -45,11 +59,11 @@ final class BlueZNotificationHub: Sendable {
         let id = nextID.add(1, ordering: .relaxed).newValue
         try await queue.run { [self] in
             if let entry = entries.withLock({ $0[characteristic] }) {
-                entry.fanout.consumers.withLock { $0[id] = continuation }
+                entry.fanout.add(continuation, id: id)
                 return
             }
             let fanout = Fanout()
-            fanout.consumers.withLock { $0[id] = continuation }
+            fanout.add(continuation, id: id)
             // Attach before StartNotify, so the first value is not lost.
             let rule = DBusMatchRule(
                 sender: BlueZSystem.service, path: characteristic, interface: "org.freedesktop.DBus.Properties",
@@ -100,11 +114,7 @@ final class BlueZNotificationHub: Sendable {
 
     private func remove(_ id: UInt64, from characteristic: DBusObjectPath, system: BlueZSystem) async {
         guard let entry = entries.withLock({ $0[characteristic] }) else { return }
-        let empty = entry.fanout.consumers.withLock { consumers in
-            consumers[id] = nil
-            return consumers.isEmpty
-        }
-        guard empty else { return }
+        guard entry.fanout.remove(id) else { return }
         entries.withLock { $0[characteristic] = nil }
         entry.subscription.cancel()
         entry.watcher.cancel()

@@ -1,4 +1,4 @@
-import Synchronization
+import AbleDBus
 
 /// The values a characteristic notifies or indicates, for `for try await`.
 ///
@@ -9,7 +9,8 @@ import Synchronization
 ///
 /// **Buffering:** up to 16,384 values the consumer has not taken yet (about a second of a fast
 /// link's notifications, so a consumer that stalls briefly loses nothing); when full, the
-/// newest values are dropped and counted in ``droppedCount``; none are reordered.
+/// newest values are dropped and counted in ``droppedCount``; none are reordered. Values that
+/// arrive together (one read from the bus) wake a waiting consumer once.
 ///
 /// **Lifetime:** the subscription ends when iteration ends (also after `prefix(n)` has taken its
 /// values), when the iterating task is cancelled, or when the stream is discarded. The stream
@@ -17,23 +18,22 @@ import Synchronization
 /// disconnects.
 public struct NotificationStream: AsyncSequence, Sendable {
     public typealias Element = [UInt8]
-    typealias Base = AsyncThrowingStream<[UInt8], any Error>
 
     /// The producing end, fed by a backend straight from the bus's dispatch.
     package typealias Continuation = CountedContinuation<[UInt8]>
 
-    let base: Base
+    let buffer: DeliveryBuffer<[UInt8]>
     let lifetime: IterationLifetime<[UInt8]>
     let counter: DropCounter
 
     static let bufferLimit = 16_384
 
     static func make() -> (NotificationStream, Continuation) {
-        let (base, continuation) = Base.makeStream(bufferingPolicy: .bufferingOldest(bufferLimit))
+        let buffer = DeliveryBuffer<[UInt8]>(limit: bufferLimit, policy: .dropNewest)
         let counter = DropCounter()
         return (
-            NotificationStream(base: base, lifetime: IterationLifetime(continuation), counter: counter),
-            Continuation(base: continuation, counter: counter)
+            NotificationStream(buffer: buffer, lifetime: IterationLifetime(buffer), counter: counter),
+            Continuation(buffer: buffer, counter: counter)
         )
     }
 
@@ -41,19 +41,23 @@ public struct NotificationStream: AsyncSequence, Sendable {
     public var droppedCount: Int { counter.value }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(
-            base: base.makeAsyncIterator(), stream: lifetime, lifetime: lifetime.forIterator(), counter: counter)
+        AsyncIterator(buffer: buffer, stream: lifetime, lifetime: lifetime.forIterator(), counter: counter)
     }
 
     /// The iterator of a notification stream; not `Sendable`. When it goes away, the stream ends.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        var base: Base.AsyncIterator
+        let buffer: DeliveryBuffer<[UInt8]>
         /// Keeps the stream going while this iterator lives, even if the stream value is gone.
         let stream: IterationLifetime<[UInt8]>
         let lifetime: IterationLifetime<[UInt8]>
         let counter: DropCounter
+
         public mutating func next() async throws -> [UInt8]? {
-            let value = try await base.next()
+            try await next(isolation: nil)
+        }
+
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> [UInt8]? {
+            let value = try await buffer.next(isolation: actor)
             if value != nil { counter.noteTaken() }
             return value
         }

@@ -1,3 +1,4 @@
+import AbleDBus
 import Synchronization
 
 /// The devices a scan discovers, for `for try await`.
@@ -12,23 +13,22 @@ import Synchronization
 /// ``BluetoothError/Code/notAvailable`` when the adapter alone goes away.
 public struct ScanStream: AsyncSequence, Sendable {
     public typealias Element = Discovery
-    typealias Base = AsyncThrowingStream<Discovery, any Error>
 
     /// The producing end, fed by a backend.
     package typealias Continuation = CountedContinuation<Discovery>
 
-    let base: Base
+    let buffer: DeliveryBuffer<Discovery>
     let lifetime: IterationLifetime<Discovery>
     let counter: DropCounter
     /// Sleeps on the adapter backend's clock, for ``first(timeout:)``.
     let sleep: @Sendable (Duration) async throws -> Void
 
     static func make(sleep: @escaping @Sendable (Duration) async throws -> Void) -> (ScanStream, Continuation) {
-        let (base, continuation) = Base.makeStream(bufferingPolicy: .bufferingNewest(256))
+        let buffer = DeliveryBuffer<Discovery>(limit: 256, policy: .dropOldest)
         let counter = DropCounter()
         return (
-            ScanStream(base: base, lifetime: IterationLifetime(continuation), counter: counter, sleep: sleep),
-            Continuation(base: continuation, counter: counter)
+            ScanStream(buffer: buffer, lifetime: IterationLifetime(buffer), counter: counter, sleep: sleep),
+            Continuation(buffer: buffer, counter: counter)
         )
     }
 
@@ -36,19 +36,22 @@ public struct ScanStream: AsyncSequence, Sendable {
     public var droppedCount: Int { counter.value }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(
-            base: base.makeAsyncIterator(), stream: lifetime, lifetime: lifetime.forIterator(), counter: counter)
+        AsyncIterator(buffer: buffer, stream: lifetime, lifetime: lifetime.forIterator(), counter: counter)
     }
 
     /// The iterator of a scan; not `Sendable`. When it goes away (the loop ended), the scan ends.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        var base: Base.AsyncIterator
+        let buffer: DeliveryBuffer<Discovery>
         /// Keeps the stream going while this iterator lives, even if the stream value is gone.
         let stream: IterationLifetime<Discovery>
         let lifetime: IterationLifetime<Discovery>
         let counter: DropCounter
         public mutating func next() async throws -> Discovery? {
-            let discovery = try await base.next()
+            try await next(isolation: nil)
+        }
+
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> Discovery? {
+            let discovery = try await buffer.next(isolation: actor)
             if discovery != nil { counter.noteTaken() }
             return discovery
         }
@@ -82,8 +85,8 @@ public struct ScanStream: AsyncSequence, Sendable {
         }
         return try await withThrowingTaskGroup(of: Outcome.self) { group in
             group.addTask {
-                var iterator = makeAsyncIterator()
-                let discovery = try await iterator.base.next()
+                let iterator = makeAsyncIterator()
+                let discovery = try await iterator.buffer.next()
                 if let discovery { _ = claim(.discovery(discovery)) }
                 return .discovery(discovery)
             }
@@ -123,12 +126,11 @@ final class DropCounter: Sendable {
 
     /// Counts one `yield`: a drop (one element in and one out, or the new one refused, per the
     /// buffering policy) leaves the buffered count as it was.
-    func count<Element>(_ result: AsyncThrowingStream<Element, any Error>.Continuation.YieldResult) {
+    func count<Element>(_ result: DeliveryBuffer<Element>.YieldResult) {
         switch result {
         case .enqueued: buffered.add(1, ordering: .relaxed)
         case .dropped: increment()
         case .terminated: break
-        @unknown default: break
         }
     }
 
@@ -142,16 +144,16 @@ final class DropCounter: Sendable {
 /// iterated), and, through ``forIterator()``, when an iterator goes away, so that leaving a
 /// `for try await` loop ends the work behind the stream while the stream is still referenced.
 final class IterationLifetime<Element: Sendable>: Sendable {
-    private let continuation: AsyncThrowingStream<Element, any Error>.Continuation
+    private let buffer: DeliveryBuffer<Element>
 
-    init(_ continuation: AsyncThrowingStream<Element, any Error>.Continuation) {
-        self.continuation = continuation
+    init(_ buffer: DeliveryBuffer<Element>) {
+        self.buffer = buffer
     }
 
     /// A lifetime of its own for one iterator.
-    func forIterator() -> IterationLifetime { IterationLifetime(continuation) }
+    func forIterator() -> IterationLifetime { IterationLifetime(buffer) }
 
     deinit {
-        continuation.finish()
+        buffer.finish()
     }
 }

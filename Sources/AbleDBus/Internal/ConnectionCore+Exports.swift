@@ -74,10 +74,16 @@ extension ConnectionCore {
         case .immediate(let handler):
             replier.complete(Result { try handler(call) }, outputSignature: outputSignature)
         case .async(let handler):
-            let queue = self.queue
-            Task {
+            // The handler starts here, on the connection's queue, and runs on until it first
+            // suspends; one that answers without suspending is answered at once, with no task
+            // scheduled on another thread and no hop back.
+            Task.immediate { [self] in
                 let result = await Result { try await handler(call) }
-                queue.async { replier.complete(result, outputSignature: outputSignature) }
+                if isOnQueue {
+                    replier.complete(result, outputSignature: outputSignature)
+                } else {
+                    queue.async { replier.complete(result, outputSignature: outputSignature) }
+                }
             }
         }
     }

@@ -14,6 +14,9 @@ final class ConnectionCore: @unchecked Sendable {
     private var timer: DispatchSourceTimer?
     private var timerDeadline: DispatchTime?
     private var dispatchScheduled = false
+    private let batch = DeliveryBatch()
+    /// The header fields of recent signals, reused by the next signals that repeat them.
+    private var headerStrings = RecentStrings(capacity: 16)
 
     // Calls awaiting replies, by their DBusPendingCall.
     private var pendingCalls: [ObjectIdentifier: (pending: OpaquePointer, reply: PendingReply)] = [:]
@@ -42,7 +45,13 @@ final class ConnectionCore: @unchecked Sendable {
         self.raw = raw
         self.queue = queue
         self.log = log
+        queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
     }
+
+    private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+
+    /// Whether the caller runs on the connection's queue.
+    var isOnQueue: Bool { DispatchQueue.getSpecific(key: Self.queueKey) == ObjectIdentifier(self) }
 
     // MARK: - Setting up and tearing down
 
@@ -196,8 +205,12 @@ final class ConnectionCore: @unchecked Sendable {
         }
     }
 
+    /// Dispatches every message libdbus has read, as one ``DeliveryBatch``: a stream's consumer
+    /// is woken once for all the signals it received, not once per signal.
     func dispatchAll() {
-        while closedError == nil, dbus_connection_dispatch(raw) == DBUS_DISPATCH_DATA_REMAINS {}
+        batch.run {
+            while closedError == nil, dbus_connection_dispatch(raw) == DBUS_DISPATCH_DATA_REMAINS {}
+        }
     }
 
     // MARK: - Sending
@@ -306,14 +319,14 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     private func routeSignal(_ message: OpaquePointer) {
-        let interface = dbus_message_get_interface(message).map { String(cString: $0) } ?? ""
-        let member = dbus_message_get_member(message).map { String(cString: $0) } ?? ""
+        let interface = dbus_message_get_interface(message).map { headerStrings.string($0) } ?? ""
+        let member = dbus_message_get_member(message).map { headerStrings.string($0) } ?? ""
         if interface == "org.freedesktop.DBus.Local" && member == "Disconnected" {
             connectionLost(DBusError(.disconnected, "the connection to the bus was lost"))
             return
         }
-        let sender = dbus_message_get_sender(message).map { String(cString: $0) } ?? ""
-        let pathText = dbus_message_get_path(message).map { String(cString: $0) } ?? "/"
+        let sender = dbus_message_get_sender(message).map { headerStrings.string($0) } ?? ""
+        let pathText = dbus_message_get_path(message).map { headerStrings.string($0) } ?? "/"
         var decoded: Result<[DBusValue], DBusError>?
         func arguments() -> [DBusValue] {
             if decoded == nil {

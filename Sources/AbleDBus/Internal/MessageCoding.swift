@@ -99,11 +99,17 @@ enum MessageCoding {
             guard let pointer, count > 0 else { return .bytes([]) }
             return .bytes(Array(UnsafeRawBufferPointer(start: pointer, count: Int(count))))
         }
-        let signature = elementSignature(of: &sub)
         if elementType == ABLE_DBUS_TYPE_DICT_ENTRY {
-            let entryTypes = signature.rawValue.utf8.dropFirst().dropLast()
-            let keySignature = DBusSignature(unchecked: String(Character(Unicode.Scalar(entryTypes.first!))))
-            let valueSignature = DBusSignature(unchecked: String(decoding: entryTypes.dropFirst(), as: UTF8.self))
+            let keySignature: DBusSignature
+            let valueSignature: DBusSignature
+            if let (key, value) = entryTypeCodes(of: sub) {
+                keySignature = key
+                valueSignature = value
+            } else {
+                let entryTypes = elementSignature(of: &sub).rawValue.utf8.dropFirst().dropLast()
+                keySignature = DBusSignature(unchecked: String(Character(Unicode.Scalar(entryTypes.first!))))
+                valueSignature = DBusSignature(unchecked: String(decoding: entryTypes.dropFirst(), as: UTF8.self))
+            }
             var entries: [DBusDictionaryEntry] = []
             while dbus_message_iter_get_arg_type(&sub) == ABLE_DBUS_TYPE_DICT_ENTRY {
                 var entry = DBusMessageIter()
@@ -116,12 +122,44 @@ enum MessageCoding {
             }
             return .dictionary(key: keySignature, value: valueSignature, entries)
         }
+        let signature = singleCodeSignature(elementType) ?? elementSignature(of: &sub)
         var elements: [DBusValue] = []
         while dbus_message_iter_get_arg_type(&sub) != ABLE_DBUS_TYPE_INVALID {
             elements.append(try decode(&sub))
             dbus_message_iter_next(&sub)
         }
         return .array(signature, elements)
+    }
+
+    /// The signature of a basic type or variant from its type code, without asking libdbus
+    /// (which allocates a copy of the signature); `nil` for containers.
+    private static func singleCodeSignature(_ type: Int32) -> DBusSignature? {
+        type >= 0 && type < singleCodeSignatures.count ? singleCodeSignatures[Int(type)] : nil
+    }
+
+    private static let singleCodeSignatures: [DBusSignature?] = (0..<128).map { code in
+        switch Int32(code) {
+        case ABLE_DBUS_TYPE_BYTE, ABLE_DBUS_TYPE_BOOLEAN, ABLE_DBUS_TYPE_INT16, ABLE_DBUS_TYPE_UINT16,
+            ABLE_DBUS_TYPE_INT32, ABLE_DBUS_TYPE_UINT32, ABLE_DBUS_TYPE_INT64, ABLE_DBUS_TYPE_UINT64,
+            ABLE_DBUS_TYPE_DOUBLE, ABLE_DBUS_TYPE_STRING, ABLE_DBUS_TYPE_OBJECT_PATH, ABLE_DBUS_TYPE_SIGNATURE,
+            ABLE_DBUS_TYPE_UNIX_FD, ABLE_DBUS_TYPE_VARIANT:
+            DBusSignature(unchecked: String(decoding: CollectionOfOne(UInt8(code)), as: UTF8.self))
+        default: nil
+        }
+    }
+
+    /// The key and value signatures of a non-empty dictionary whose values are basic or variants,
+    /// read from its first entry; `nil` otherwise (the caller then asks libdbus).
+    private static func entryTypeCodes(of array: DBusMessageIter) -> (DBusSignature, DBusSignature)? {
+        var array = array
+        guard dbus_message_iter_get_arg_type(&array) == ABLE_DBUS_TYPE_DICT_ENTRY else { return nil }
+        var entry = DBusMessageIter()
+        dbus_message_iter_recurse(&array, &entry)
+        guard let key = singleCodeSignature(dbus_message_iter_get_arg_type(&entry)),
+            dbus_message_iter_next(&entry) != 0,
+            let value = singleCodeSignature(dbus_message_iter_get_arg_type(&entry))
+        else { return nil }
+        return (key, value)
     }
 
     private static func elementSignature(of sub: inout DBusMessageIter) -> DBusSignature {

@@ -18,113 +18,113 @@ public protocol DBusRepresentable: Sendable {
 }
 
 extension Bool: DBusRepresentable {
-    public static var dbusSignature: DBusSignature { .boolean }
-    public init(dbusValue: DBusValue) throws(DBusError) {
+    @inlinable public static var dbusSignature: DBusSignature { .boolean }
+    @inlinable public init(dbusValue: DBusValue) throws(DBusError) {
         guard case .boolean(let v) = dbusValue else { throw .typeMismatch(expected: "boolean (b)", got: dbusValue) }
         self = v
     }
-    public var dbusValue: DBusValue { .boolean(self) }
+    @inlinable public var dbusValue: DBusValue { .boolean(self) }
 }
 
 extension UInt8: DBusRepresentable {
-    public static var dbusSignature: DBusSignature { .byte }
-    public init(dbusValue: DBusValue) throws(DBusError) {
+    @inlinable public static var dbusSignature: DBusSignature { .byte }
+    @inlinable public init(dbusValue: DBusValue) throws(DBusError) {
         guard case .byte(let v) = dbusValue else { throw .typeMismatch(expected: "byte (y)", got: dbusValue) }
         self = v
     }
-    public var dbusValue: DBusValue { .byte(self) }
+    @inlinable public var dbusValue: DBusValue { .byte(self) }
 }
 
 extension Int16: DBusRepresentable {
-    public static var dbusSignature: DBusSignature { .int16 }
-    public init(dbusValue: DBusValue) throws(DBusError) {
+    @inlinable public static var dbusSignature: DBusSignature { .int16 }
+    @inlinable public init(dbusValue: DBusValue) throws(DBusError) {
         guard case .int16(let v) = dbusValue else { throw .typeMismatch(expected: "int16 (n)", got: dbusValue) }
         self = v
     }
-    public var dbusValue: DBusValue { .int16(self) }
+    @inlinable public var dbusValue: DBusValue { .int16(self) }
 }
 
 extension UInt16: DBusRepresentable {
-    public static var dbusSignature: DBusSignature { .uint16 }
-    public init(dbusValue: DBusValue) throws(DBusError) {
+    @inlinable public static var dbusSignature: DBusSignature { .uint16 }
+    @inlinable public init(dbusValue: DBusValue) throws(DBusError) {
         guard case .uint16(let v) = dbusValue else { throw .typeMismatch(expected: "uint16 (q)", got: dbusValue) }
         self = v
     }
-    public var dbusValue: DBusValue { .uint16(self) }
+    @inlinable public var dbusValue: DBusValue { .uint16(self) }
 }
 
 extension Int32: DBusRepresentable {
-    public static var dbusSignature: DBusSignature { .int32 }
-    public init(dbusValue: DBusValue) throws(DBusError) {
+    @inlinable public static var dbusSignature: DBusSignature { .int32 }
+    @inlinable public init(dbusValue: DBusValue) throws(DBusError) {
         guard case .int32(let v) = dbusValue else { throw .typeMismatch(expected: "int32 (i)", got: dbusValue) }
         self = v
     }
-    public var dbusValue: DBusValue { .int32(self) }
+    @inlinable public var dbusValue: DBusValue { .int32(self) }
 }
 
 extension UInt32: DBusRepresentable {
-    public static var dbusSignature: DBusSignature { .uint32 }
-    public init(dbusValue: DBusValue) throws(DBusError) {
+    @inlinable public static var dbusSignature: DBusSignature { .uint32 }
+    @inlinable public init(dbusValue: DBusValue) throws(DBusError) {
         guard case .uint32(let v) = dbusValue else { throw .typeMismatch(expected: "uint32 (u)", got: dbusValue) }
         self = v
     }
-    public var dbusValue: DBusValue { .uint32(self) }
+    @inlinable public var dbusValue: DBusValue { .uint32(self) }
 }
 
 extension Int64: DBusRepresentable {
-    public static var dbusSignature: DBusSignature { .int64 }
-    public init(dbusValue: DBusValue) throws(DBusError) {
+    @inlinable public static var dbusSignature: DBusSignature { .int64 }
+    @inlinable public init(dbusValue: DBusValue) throws(DBusError) {
         guard case .int64(let v) = dbusValue else { throw .typeMismatch(expected: "int64 (x)", got: dbusValue) }
         self = v
     }
-    public var dbusValue: DBusValue { .int64(self) }
+    @inlinable public var dbusValue: DBusValue { .int64(self) }
 }
 
 extension UInt64: DBusRepresentable {
-    public static var dbusSignature: DBusSignature { .uint64 }
-    public init(dbusValue: DBusValue) throws(DBusError) {
+    @inlinable public static var dbusSignature: DBusSignature { .uint64 }
+    @inlinable public init(dbusValue: DBusValue) throws(DBusError) {
         guard case .uint64(let v) = dbusValue else { throw .typeMismatch(expected: "uint64 (t)", got: dbusValue) }
         self = v
     }
-    public var dbusValue: DBusValue { .uint64(self) }
+    @inlinable public var dbusValue: DBusValue { .uint64(self) }
 }
 
 extension Double: DBusRepresentable {
-    public static var dbusSignature: DBusSignature { .double }
-    public init(dbusValue: DBusValue) throws(DBusError) {
+    @inlinable public static var dbusSignature: DBusSignature { .double }
+    @inlinable public init(dbusValue: DBusValue) throws(DBusError) {
         guard case .double(let v) = dbusValue else { throw .typeMismatch(expected: "double (d)", got: dbusValue) }
         self = v
     }
-    public var dbusValue: DBusValue { .double(self) }
+    @inlinable public var dbusValue: DBusValue { .double(self) }
 }
 
 extension String: DBusRepresentable {
-    public static var dbusSignature: DBusSignature { .string }
-    public init(dbusValue: DBusValue) throws(DBusError) {
+    @inlinable public static var dbusSignature: DBusSignature { .string }
+    @inlinable public init(dbusValue: DBusValue) throws(DBusError) {
         guard case .string(let v) = dbusValue else { throw .typeMismatch(expected: "string (s)", got: dbusValue) }
         self = v
     }
-    public var dbusValue: DBusValue { .string(self) }
+    @inlinable public var dbusValue: DBusValue { .string(self) }
 }
 
 extension DBusObjectPath: DBusRepresentable {
-    public static var dbusSignature: DBusSignature { .objectPath }
-    public init(dbusValue: DBusValue) throws(DBusError) {
+    @inlinable public static var dbusSignature: DBusSignature { .objectPath }
+    @inlinable public init(dbusValue: DBusValue) throws(DBusError) {
         guard case .objectPath(let v) = dbusValue else {
             throw .typeMismatch(expected: "object path (o)", got: dbusValue)
         }
         self = v
     }
-    public var dbusValue: DBusValue { .objectPath(self) }
+    @inlinable public var dbusValue: DBusValue { .objectPath(self) }
 }
 
 extension DBusSignature: DBusRepresentable {
-    public static var dbusSignature: DBusSignature { .signature }
-    public init(dbusValue: DBusValue) throws(DBusError) {
+    @inlinable public static var dbusSignature: DBusSignature { .signature }
+    @inlinable public init(dbusValue: DBusValue) throws(DBusError) {
         guard case .signature(let v) = dbusValue else { throw .typeMismatch(expected: "signature (g)", got: dbusValue) }
         self = v
     }
-    public var dbusValue: DBusValue { .signature(self) }
+    @inlinable public var dbusValue: DBusValue { .signature(self) }
 }
 
 extension DBusFileDescriptor: DBusRepresentable {
@@ -140,9 +140,9 @@ extension DBusFileDescriptor: DBusRepresentable {
 }
 
 extension Array: DBusRepresentable where Element: DBusRepresentable {
-    public static var dbusSignature: DBusSignature { .array(Element.dbusSignature) }
+    @inlinable public static var dbusSignature: DBusSignature { .array(Element.dbusSignature) }
 
-    public init(dbusValue: DBusValue) throws(DBusError) {
+    @inlinable public init(dbusValue: DBusValue) throws(DBusError) {
         switch dbusValue {
         case .bytes(let bytes) where Element.self == UInt8.self:
             self = unsafeBitCast(bytes, to: [Element].self)
@@ -155,16 +155,16 @@ extension Array: DBusRepresentable where Element: DBusRepresentable {
         }
     }
 
-    public var dbusValue: DBusValue {
+    @inlinable public var dbusValue: DBusValue {
         if Element.self == UInt8.self { return .bytes(unsafeBitCast(self, to: [UInt8].self)) }
         return .array(Element.dbusSignature, map(\.dbusValue))
     }
 }
 
 extension Dictionary: DBusRepresentable where Key: DBusRepresentable, Value: DBusRepresentable {
-    public static var dbusSignature: DBusSignature { .dictionary(Key.dbusSignature, Value.dbusSignature) }
+    @inlinable public static var dbusSignature: DBusSignature { .dictionary(Key.dbusSignature, Value.dbusSignature) }
 
-    public init(dbusValue: DBusValue) throws(DBusError) {
+    @inlinable public init(dbusValue: DBusValue) throws(DBusError) {
         guard case .dictionary(let keySignature, let valueSignature, let entries) = dbusValue,
             keySignature == Key.dbusSignature, valueSignature == Value.dbusSignature
         else {
@@ -177,7 +177,7 @@ extension Dictionary: DBusRepresentable where Key: DBusRepresentable, Value: DBu
         self = result
     }
 
-    public var dbusValue: DBusValue {
+    @inlinable public var dbusValue: DBusValue {
         .dictionary(
             key: Key.dbusSignature, value: Value.dbusSignature,
             map { DBusDictionaryEntry(key: $0.key.dbusValue, value: $0.value.dbusValue) })
@@ -199,19 +199,19 @@ public struct DBusVariant: DBusRepresentable, Hashable, CustomStringConvertible 
         self.value = value.dbusValue
     }
 
-    public static var dbusSignature: DBusSignature { .variant }
+    @inlinable public static var dbusSignature: DBusSignature { .variant }
 
-    public init(dbusValue: DBusValue) throws(DBusError) {
+    @inlinable public init(dbusValue: DBusValue) throws(DBusError) {
         guard case .variant(let inner) = dbusValue else { throw .typeMismatch(expected: "variant (v)", got: dbusValue) }
         value = inner
     }
 
-    public var dbusValue: DBusValue { .variant(value) }
+    @inlinable public var dbusValue: DBusValue { .variant(value) }
 
     /// Converts the content to a Swift type.
     ///
     /// - Throws: ``DBusError`` naming the expected type when the content has another type.
-    public func decode<T: DBusRepresentable>(_ type: T.Type = T.self) throws(DBusError) -> T {
+    @inlinable public func decode<T: DBusRepresentable>(_ type: T.Type = T.self) throws(DBusError) -> T {
         try T(dbusValue: value)
     }
 
@@ -222,7 +222,8 @@ extension Dictionary where Key == String, Value == DBusVariant {
     /// Converts the entry named `key` to a Swift type, or returns `nil` when there is none.
     ///
     /// - Throws: ``DBusError`` naming the expected type and the key when the entry has another type.
-    public func decode<T: DBusRepresentable>(_ key: String, as type: T.Type = T.self) throws(DBusError) -> T? {
+    @inlinable public func decode<T: DBusRepresentable>(_ key: String, as type: T.Type = T.self) throws(DBusError) -> T?
+    {
         guard let variant = self[key] else { return nil }
         do {
             return try T(dbusValue: variant.value)

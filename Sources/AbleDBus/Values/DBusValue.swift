@@ -61,7 +61,7 @@ public enum DBusValue: Hashable, Sendable {
     /// - Returns: The converted value.
     /// - Throws: ``DBusError`` with the name ``DBusError/Name/invalidArgs`` when the value has
     ///   another type or shape; its message names what was expected and what arrived.
-    public func decode<T: DBusRepresentable>(_ type: T.Type = T.self) throws(DBusError) -> T {
+    @inlinable public func decode<T: DBusRepresentable>(_ type: T.Type = T.self) throws(DBusError) -> T {
         try T(dbusValue: self)
     }
 
