@@ -40,6 +40,9 @@ let commands: [Command] = [
         try await runL2CAP(
             size: integer(a[0]), count: integer(a[1]), warmup: integer(a[2]), placement: placement(a[3]))
     },
+    Command(name: "event-floor", arguments: ["N", "dispatch|poll"]) { a in
+        try runEventFloor(count: integer(a[0]), mode: a[1])
+    },
     Command(name: "sim-cycle", arguments: ["N", "WARMUP"]) { a in
         try await runSimulatorCycles(count: integer(a[0]), warmup: integer(a[1]))
     },
