@@ -257,7 +257,20 @@ public actor DBusConnection {
         matching rule: DBusMatchRule, handler: @escaping @Sendable (DBusSignal) -> Void,
         onEnd: @escaping @Sendable ((any Error)?) -> Void = { _ in }
     ) async throws -> DBusSignalSubscription {
-        let receiver = HandlerReceiver(handler: handler, onEnd: onEnd)
+        try await subscribe(rule, HandlerReceiver(handler: .decoded(handler), onEnd: onEnd))
+    }
+
+    /// Subscribes like ``subscribe(matching:handler:onEnd:)``, but the handler reads each signal
+    /// in place, without its arguments decoded into ``DBusValue``s (the view is valid only
+    /// during the call): the hot path of Able's notification streams.
+    package func subscribe(
+        matching rule: DBusMatchRule, readingInPlace handler: @escaping @Sendable (DBusSignalView) -> Void,
+        onEnd: @escaping @Sendable ((any Error)?) -> Void = { _ in }
+    ) async throws -> DBusSignalSubscription {
+        try await subscribe(rule, HandlerReceiver(handler: .inPlace(handler), onEnd: onEnd))
+    }
+
+    private func subscribe(_ rule: DBusMatchRule, _ receiver: HandlerReceiver) async throws -> DBusSignalSubscription {
         let end = try await addSubscription(rule, receiver: receiver)
         return DBusSignalSubscription {
             end()
@@ -503,20 +516,34 @@ public final class DBusSignalSubscription: Sendable {
     }
 }
 
-/// Hands signals to a closure, until finished.
+/// Hands signals to a closure, decoded or read in place, until finished.
 final class HandlerReceiver: SignalReceiver {
-    private let handler: @Sendable (DBusSignal) -> Void
+    enum Handler {
+        case decoded(@Sendable (DBusSignal) -> Void)
+        case inPlace(@Sendable (DBusSignalView) -> Void)
+    }
+
+    private let handler: Handler
     private let onEnd: Mutex<(@Sendable ((any Error)?) -> Void)?>
 
-    init(handler: @escaping @Sendable (DBusSignal) -> Void, onEnd: @escaping @Sendable ((any Error)?) -> Void) {
+    init(handler: Handler, onEnd: @escaping @Sendable ((any Error)?) -> Void) {
         self.handler = handler
         self.onEnd = Mutex(onEnd)
     }
 
+    var readsInPlace: Bool {
+        if case .inPlace = handler { true } else { false }
+    }
+
     func yield(_ signal: DBusSignal) {
         // A cancelled subscription may still be in the core's table for a moment: deliver nothing.
-        guard onEnd.withLock({ $0 != nil }) else { return }
+        guard case .decoded(let handler) = handler, onEnd.withLock({ $0 != nil }) else { return }
         handler(signal)
+    }
+
+    func receive(_ view: DBusSignalView) {
+        guard case .inPlace(let handler) = handler, onEnd.withLock({ $0 != nil }) else { return }
+        handler(view)
     }
 
     func finish(throwing error: (any Error)?) {

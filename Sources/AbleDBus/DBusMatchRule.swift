@@ -50,15 +50,17 @@ public struct DBusMatchRule: Hashable, Sendable, CustomStringConvertible {
         return parts.joined(separator: ",")
     }
 
-    /// Whether `signal` satisfies the rule; `senderOwner` is the unique name that owns a
-    /// well-known ``sender``, when it is known.
+    /// Whether a signal satisfies the rule. `stringArgument` gives the signal's argument at an
+    /// index when it is a string; `senderOwner` gives the unique name that owns a well-known
+    /// ``sender``, when it is known (asked only when the sender is not that name).
     func matches(
         sender signalSender: String, path signalPath: String, interface signalInterface: String,
-        member signalMember: String, arguments signalArguments: () -> [DBusValue], senderOwner: String?
+        member signalMember: String, argument stringArgument: (Int) -> String?,
+        senderOwner: (String) -> String?
     ) -> Bool {
         if let sender, sender != signalSender {
             // A well-known name matches the signals of its owner at the time of subscription.
-            guard !sender.hasPrefix(":"), let senderOwner, senderOwner == signalSender else { return false }
+            guard !sender.hasPrefix(":"), senderOwner(sender) == signalSender else { return false }
         }
         if let path, path.rawValue != signalPath { return false }
         if let pathNamespace, pathNamespace != .root {
@@ -68,12 +70,8 @@ public struct DBusMatchRule: Hashable, Sendable, CustomStringConvertible {
         }
         if let interface, interface != signalInterface { return false }
         if let member, member != signalMember { return false }
-        if !arguments.isEmpty {
-            let values = signalArguments()
-            for (index, expected) in arguments {
-                guard values.indices.contains(index), case .string(let actual) = values[index], actual == expected
-                else { return false }
-            }
+        for (index, expected) in arguments {
+            guard stringArgument(index) == expected else { return false }
         }
         return true
     }

@@ -64,8 +64,17 @@ final class IterationLifetime: Sendable {
 
 /// Where a subscription's signals go; called on the connection's queue.
 protocol SignalReceiver: Sendable {
+    /// Whether the receiver reads signals in place (``receive(_:)``) rather than taking them
+    /// decoded (``yield(_:)``).
+    var readsInPlace: Bool { get }
     func yield(_ signal: DBusSignal)
+    func receive(_ view: DBusSignalView)
     func finish(throwing error: (any Error)?)
+}
+
+extension SignalReceiver {
+    var readsInPlace: Bool { false }
+    func receive(_ view: DBusSignalView) {}
 }
 
 /// The producing end of a signal stream: yielded to on the connection's queue.

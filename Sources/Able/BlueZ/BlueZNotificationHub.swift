@@ -10,13 +10,12 @@ final class BlueZNotificationHub: Sendable {
         /// The streams by their ID, in the order they were added.
         private let consumers = Mutex<[(id: UInt64, stream: NotificationStream.Continuation)]>([])
 
-        func deliver(_ signal: DBusSignal) {
-            guard signal.arguments.count >= 2, case .dictionary(_, _, let entries) = signal.arguments[1] else { return }
-            for entry in entries where entry.key == .string("Value") {
-                guard case .variant(.bytes(let value)) = entry.value else { return }
-                // Copying the array under the lock retains its storage; it allocates nothing.
-                for consumer in consumers.withLock({ $0 }) { consumer.stream.yield(value) }
-            }
+        /// Takes the new `Value` out of the characteristic's `PropertiesChanged`, read in place
+        /// (no other argument is decoded); a signal without one, or with a malformed one, is skipped.
+        func deliver(_ signal: DBusSignalView) {
+            guard let value = try? signal.changedByteArray(named: "Value") else { return }
+            // Copying the array under the lock retains its storage; it allocates nothing.
+            for consumer in consumers.withLock({ $0 }) { consumer.stream.yield(value) }
         }
 
         func add(_ stream: NotificationStream.Continuation, id: UInt64) {
@@ -69,7 +68,7 @@ final class BlueZNotificationHub: Sendable {
                 sender: BlueZSystem.service, path: characteristic, interface: "org.freedesktop.DBus.Properties",
                 member: "PropertiesChanged", arguments: [0: BlueZPeripheralBackend.characteristic])
             let subscription = try await system.connection.subscribe(
-                matching: rule, handler: fanout.deliver,
+                matching: rule, readingInPlace: fanout.deliver,
                 onEnd: { error in
                     if let error {
                         fanout.finishAll(

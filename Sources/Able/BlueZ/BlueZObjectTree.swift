@@ -76,10 +76,14 @@ final class BlueZObjectTree: Sendable {
         // on the connection's queue as they are dispatched: no task, no hop.
         let subscription = try await connection.subscribe(
             matching: DBusMatchRule(sender: service),
-            handler: { [weak tree] signal in
+            readingInPlace: { [weak tree] view in
                 // The rule's sender is the service's name: AbleDBus delivers only what its current
-                // owner sends, in bus order.
-                guard let tree, let change = Self.change(from: signal) else { return }
+                // owner sends, in bus order. Notified values are the notification streams'
+                // business, and by far the most frequent signal: the tree keeps no characteristic
+                // values, so it skips them before decoding anything.
+                guard let tree, !view.changesOnly(property: "Value", of: "org.bluez.GattCharacteristic1"),
+                    let signal = try? view.decoded(), let change = Self.change(from: signal)
+                else { return }
                 tree.publish([change])
             },
             onEnd: { [weak tree] error in

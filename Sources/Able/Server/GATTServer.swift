@@ -14,6 +14,11 @@ import Synchronization
 /// await server.close()
 /// ```
 ///
+/// Handlers are `async` closures that start as soon as BlueZ's request arrives, on the bus
+/// connection's queue, and run there until they first suspend; a handler that answers without
+/// suspending is answered with no thread switch at all. So a handler must not block (no sleeping,
+/// no synchronous I/O) before its first `await`: that would hold up the connection.
+///
 /// - Important: Close the server when done (or use ``Adapter/withGATTServer(_:_:)``); BlueZ
 ///   keeps serving a registered application until it is unregistered or this process exits.
 public actor GATTServer {

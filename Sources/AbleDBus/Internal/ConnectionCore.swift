@@ -23,15 +23,24 @@ final class ConnectionCore: @unchecked Sendable {
 
     // Signal subscribers.
     private var nextSubscriberID: UInt64 = 0
-    private var subscribers: [UInt64: SignalSubscriber] = [:]
+    /// In the order they subscribed; a class each, so that routing a signal retains one
+    /// reference per subscriber rather than copying its rule.
+    private var subscribers: [SignalSubscriber] = []
     private var trackedNames: [String: TrackedName] = [:]
 
     // Exported objects.
     var exports = ExportTable()
 
-    struct SignalSubscriber {
-        var rule: DBusMatchRule
-        var sink: any SignalReceiver
+    final class SignalSubscriber {
+        let id: UInt64
+        let rule: DBusMatchRule
+        let sink: any SignalReceiver
+
+        init(id: UInt64, rule: DBusMatchRule, sink: any SignalReceiver) {
+            self.id = id
+            self.rule = rule
+            self.sink = sink
+        }
     }
 
     struct TrackedName {
@@ -133,7 +142,7 @@ final class ConnectionCore: @unchecked Sendable {
             dbus_pending_call_cancel(pending)
             dbus_pending_call_unref(pending)
         }
-        let sinks = subscribers.values.map(\.sink)
+        let sinks = subscribers.map(\.sink)
         subscribers.removeAll()
         for sink in sinks { sink.finish(throwing: error) }
         exports.removeAll()
@@ -327,37 +336,44 @@ final class ConnectionCore: @unchecked Sendable {
         }
         let sender = dbus_message_get_sender(message).map { headerStrings.string($0) } ?? ""
         let pathText = dbus_message_get_path(message).map { headerStrings.string($0) } ?? "/"
-        var decoded: Result<[DBusValue], DBusError>?
-        func arguments() -> [DBusValue] {
-            if decoded == nil {
-                decoded = Result { () throws(DBusError) in try MessageCoding.decodeArguments(of: message) }
-            }
-            return (try? decoded!.get()) ?? []
+        let view = DBusSignalView(
+            message: message, sender: sender, path: pathText, interface: interface, member: member)
+        // Decoded once, and only if a subscriber takes decoded signals.
+        var decoded: Result<DBusSignal, DBusError>?
+        func signal() -> Result<DBusSignal, DBusError> {
+            if let decoded { return decoded }
+            let result = Result { () throws(DBusError) in try view.decoded() }
+            decoded = result
+            return result
         }
-        if sender == "org.freedesktop.DBus" && member == "NameOwnerChanged" {
-            noteNameOwnerChange(arguments())
+        if sender == "org.freedesktop.DBus" && member == "NameOwnerChanged", case .success(let signal) = signal() {
+            noteNameOwnerChange(signal.arguments)
         }
         guard !subscribers.isEmpty else { return }
-        var signal: DBusSignal?
-        for subscriber in subscribers.values {
-            let rule = subscriber.rule
-            let owner = rule.sender.flatMap { trackedNames[$0]?.owner }
+        var argument: (index: Int, value: String?)?
+        func stringArgument(_ index: Int) -> String? {
+            if let argument, argument.index == index { return argument.value }
+            let value = view.stringArgument(index, interning: &headerStrings)
+            argument = (index, value)
+            return value
+        }
+        for subscriber in subscribers {
             guard
-                rule.matches(
+                subscriber.rule.matches(
                     sender: sender, path: pathText, interface: interface, member: member,
-                    arguments: arguments, senderOwner: owner)
+                    argument: stringArgument, senderOwner: { trackedNames[$0]?.owner })
             else { continue }
-            if signal == nil {
-                _ = arguments()
-                if case .failure(let error) = decoded! {
-                    log("dropped a malformed \(interface).\(member) signal from \(sender): \(error)")
-                    return
-                }
-                signal = DBusSignal(
-                    sender: sender, path: DBusObjectPath(unchecked: pathText), interface: interface, member: member,
-                    arguments: arguments())
+            if subscriber.sink.readsInPlace {
+                subscriber.sink.receive(view)
+                continue
             }
-            subscriber.sink.yield(signal!)
+            switch signal() {
+            case .success(let signal):
+                subscriber.sink.yield(signal)
+            case .failure(let error):
+                log("dropped a malformed \(interface).\(member) signal from \(sender): \(error)")
+                return
+            }
         }
     }
 
@@ -365,14 +381,16 @@ final class ConnectionCore: @unchecked Sendable {
 
     func addSubscriber(_ rule: DBusMatchRule, sink: any SignalReceiver) -> UInt64 {
         nextSubscriberID += 1
-        subscribers[nextSubscriberID] = SignalSubscriber(rule: rule, sink: sink)
+        subscribers.append(SignalSubscriber(id: nextSubscriberID, rule: rule, sink: sink))
         return nextSubscriberID
     }
 
     /// Removes a subscriber; returns whether it was still there.
     @discardableResult
     func removeSubscriber(_ id: UInt64) -> Bool {
-        subscribers.removeValue(forKey: id) != nil
+        guard let index = subscribers.firstIndex(where: { $0.id == id }) else { return false }
+        subscribers.remove(at: index)
+        return true
     }
 
     /// Starts following the owner of a well-known name; returns whether this is the first reference.

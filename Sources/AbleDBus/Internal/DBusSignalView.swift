@@ -1,0 +1,120 @@
+import CDBus
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A received signal read in place, without decoding its arguments into ``DBusValue``s: for
+/// hot paths that need one thing from each signal (Able's notification streams take the bytes
+/// of a characteristic's `Value`).
+///
+/// A view is valid only during the call of the handler it is given to (the message is freed
+/// after dispatch); copy out what you need.
+package struct DBusSignalView {
+    let message: OpaquePointer
+    /// The unique bus name of the sender.
+    package let sender: String
+    /// The object that emitted the signal.
+    package let path: String
+    /// The signal's interface.
+    package let interface: String
+    /// The signal's name.
+    package let member: String
+
+    /// Decodes every argument, as a ``DBusSignal``.
+    package func decoded() throws(DBusError) -> DBusSignal {
+        DBusSignal(
+            sender: sender, path: DBusObjectPath(unchecked: path), interface: interface, member: member,
+            arguments: try MessageCoding.decodeArguments(of: message))
+    }
+
+    /// For a `PropertiesChanged(s interface, a{sv} changed, as invalidated)` signal: the bytes of
+    /// the changed property `name` when it is among the changes, `nil` when it is not.
+    ///
+    /// - Throws: ``DBusError`` (``DBusError/Name/invalidArgs``) when the signal does not have
+    ///   that shape or the property is not a byte array (`ay`).
+    package func changedByteArray(named name: String) throws(DBusError) -> [UInt8]? {
+        var arguments = DBusMessageIter()
+        guard dbus_message_iter_init(message, &arguments) != 0,
+            dbus_message_iter_get_arg_type(&arguments) == ABLE_DBUS_TYPE_STRING,
+            dbus_message_iter_next(&arguments) != 0,
+            dbus_message_iter_get_arg_type(&arguments) == ABLE_DBUS_TYPE_ARRAY,
+            dbus_message_iter_get_element_type(&arguments) == ABLE_DBUS_TYPE_DICT_ENTRY
+        else {
+            throw DBusError(.invalidArgs, "\(member) is not PropertiesChanged(s, a{sv}, as)")
+        }
+        var changed = DBusMessageIter()
+        dbus_message_iter_recurse(&arguments, &changed)
+        while dbus_message_iter_get_arg_type(&changed) == ABLE_DBUS_TYPE_DICT_ENTRY {
+            var entry = DBusMessageIter()
+            dbus_message_iter_recurse(&changed, &entry)
+            var key: UnsafePointer<CChar>?
+            guard dbus_message_iter_get_arg_type(&entry) == ABLE_DBUS_TYPE_STRING else {
+                throw DBusError(.invalidArgs, "\(member): a changed property's name is not a string")
+            }
+            dbus_message_iter_get_basic(&entry, &key)
+            if let key, name.withCString({ strcmp($0, key) == 0 }) {
+                var variant = DBusMessageIter()
+                guard dbus_message_iter_next(&entry) != 0,
+                    dbus_message_iter_get_arg_type(&entry) == ABLE_DBUS_TYPE_VARIANT
+                else { throw DBusError(.invalidArgs, "\(member): \(name) has no value") }
+                dbus_message_iter_recurse(&entry, &variant)
+                guard dbus_message_iter_get_arg_type(&variant) == ABLE_DBUS_TYPE_ARRAY,
+                    dbus_message_iter_get_element_type(&variant) == ABLE_DBUS_TYPE_BYTE
+                else { throw DBusError(.invalidArgs, "\(member): \(name) is not a byte array (ay)") }
+                var bytes = DBusMessageIter()
+                dbus_message_iter_recurse(&variant, &bytes)
+                var pointer: UnsafeMutableRawPointer?
+                var count: Int32 = 0
+                guard dbus_message_iter_get_arg_type(&bytes) == ABLE_DBUS_TYPE_BYTE else { return [] }
+                dbus_message_iter_get_fixed_array(&bytes, &pointer, &count)
+                guard let pointer, count > 0 else { return [] }
+                return Array(UnsafeRawBufferPointer(start: pointer, count: Int(count)))
+            }
+            dbus_message_iter_next(&changed)
+        }
+        return nil
+    }
+
+    /// Whether this is a `PropertiesChanged(s, a{sv}, as)` signal of `interface` whose changed
+    /// properties are all named `name` (a notified characteristic value, say), read in place.
+    package func changesOnly(property name: String, of interface: String) -> Bool {
+        guard member == "PropertiesChanged", self.interface == "org.freedesktop.DBus.Properties" else { return false }
+        var arguments = DBusMessageIter()
+        var changedInterface: UnsafePointer<CChar>?
+        guard dbus_message_iter_init(message, &arguments) != 0,
+            dbus_message_iter_get_arg_type(&arguments) == ABLE_DBUS_TYPE_STRING
+        else { return false }
+        dbus_message_iter_get_basic(&arguments, &changedInterface)
+        guard let changedInterface, interface.withCString({ strcmp($0, changedInterface) == 0 }),
+            dbus_message_iter_next(&arguments) != 0,
+            dbus_message_iter_get_arg_type(&arguments) == ABLE_DBUS_TYPE_ARRAY,
+            dbus_message_iter_get_element_type(&arguments) == ABLE_DBUS_TYPE_DICT_ENTRY
+        else { return false }
+        var changed = DBusMessageIter()
+        dbus_message_iter_recurse(&arguments, &changed)
+        return name.withCString { name in
+            while dbus_message_iter_get_arg_type(&changed) == ABLE_DBUS_TYPE_DICT_ENTRY {
+                var entry = DBusMessageIter()
+                var key: UnsafePointer<CChar>?
+                dbus_message_iter_recurse(&changed, &entry)
+                guard dbus_message_iter_get_arg_type(&entry) == ABLE_DBUS_TYPE_STRING else { return false }
+                dbus_message_iter_get_basic(&entry, &key)
+                guard let key, strcmp(key, name) == 0 else { return false }
+                dbus_message_iter_next(&changed)
+            }
+            return true
+        }
+    }
+
+    /// Argument `index` when it is a string, read without decoding the others.
+    func stringArgument(_ index: Int, interning strings: inout RecentStrings) -> String? {
+        var iterator = DBusMessageIter()
+        guard dbus_message_iter_init(message, &iterator) != 0 else { return nil }
+        for _ in 0..<index where dbus_message_iter_next(&iterator) == 0 { return nil }
+        guard dbus_message_iter_get_arg_type(&iterator) == ABLE_DBUS_TYPE_STRING else { return nil }
+        var pointer: UnsafePointer<CChar>?
+        dbus_message_iter_get_basic(&iterator, &pointer)
+        return pointer.map { strings.string($0) }
+    }
+}

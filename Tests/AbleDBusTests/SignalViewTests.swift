@@ -1,0 +1,68 @@
+import AbleDBus
+import AbleTestSupport
+import Synchronization
+import Testing
+
+/// Signals read in place (`DBusSignalView`), as Able's notification streams and object tree read them.
+@Suite(.timeLimit(.minutes(1)))
+struct SignalViewTests {
+    struct Reading: Sendable, Equatable {
+        var value: [UInt8]??
+        var failed: Bool
+        var valueOnly: Bool
+        var decodedArguments: Int
+    }
+
+    static let properties = "org.freedesktop.DBus.Properties"
+
+    @Test func aChangedByteArrayIsReadInPlaceAndOtherShapesAreTold() async throws {
+        try await withPrivateBus { bus, receiver in
+            let emitter = try await bus.connect()
+            let readings = Mutex<[Reading]>([])
+            let count = Atomic<Int>(0)
+            let subscription = try await receiver.subscribe(
+                matching: DBusMatchRule(
+                    path: "/char", interface: Self.properties, member: "PropertiesChanged",
+                    arguments: [0: "org.example.Characteristic"]),
+                readingInPlace: { view in
+                    var reading = Reading(
+                        value: nil, failed: false,
+                        valueOnly: view.changesOnly(property: "Value", of: "org.example.Characteristic"),
+                        decodedArguments: (try? view.decoded().arguments.count) ?? -1)
+                    do {
+                        reading.value = .some(try view.changedByteArray(named: "Value"))
+                    } catch {
+                        reading.failed = true
+                    }
+                    readings.withLock { $0.append(reading) }
+                    count.add(1, ordering: .relaxed)
+                })
+            defer { subscription.cancel() }
+            func emit(_ interface: String, _ changed: [String: DBusVariant]) throws {
+                try emitter.emitSignal(
+                    path: "/char", interface: Self.properties, member: "PropertiesChanged",
+                    arguments: [.string(interface), changed.dbusValue, [String]().dbusValue])
+            }
+            try emit("org.example.Characteristic", ["Value": DBusVariant([UInt8]([1, 2, 3]))])
+            try emit("org.example.Characteristic", ["Value": DBusVariant([UInt8]())])
+            try emit("org.example.Characteristic", ["Notifying": DBusVariant(true)])
+            try emit("org.example.Characteristic", ["Value": DBusVariant("not bytes")])
+            // Another interface in argument 0: the rule's arg0 keeps it out.
+            try emit("org.example.Other", ["Value": DBusVariant([UInt8]([9]))])
+            try emitter.emitSignal(
+                path: "/char", interface: Self.properties, member: "PropertiesChanged",
+                arguments: [.string("org.example.Characteristic"), .uint32(7)])
+            while count.load(ordering: .relaxed) < 5 { try await Task.sleep(for: .milliseconds(5)) }
+            try await Task.sleep(for: .milliseconds(50))
+            let all = readings.withLock { $0 }
+            #expect(
+                all == [
+                    Reading(value: .some([1, 2, 3]), failed: false, valueOnly: true, decodedArguments: 3),
+                    Reading(value: .some([]), failed: false, valueOnly: true, decodedArguments: 3),
+                    Reading(value: .some(nil), failed: false, valueOnly: false, decodedArguments: 3),
+                    Reading(value: nil, failed: true, valueOnly: true, decodedArguments: 3),
+                    Reading(value: nil, failed: true, valueOnly: false, decodedArguments: 2),
+                ])
+        }
+    }
+}
