@@ -35,6 +35,9 @@ final class ConnectionCore: @unchecked Sendable {
         let id: UInt64
         let rule: DBusMatchRule
         let sink: any SignalReceiver
+        /// The followed owner of the rule's well-known sender, once looked up: it lives as long as
+        /// the subscription that follows it.
+        var trackedSender: TrackedName?
 
         init(id: UInt64, rule: DBusMatchRule, sink: any SignalReceiver) {
             self.id = id
@@ -43,11 +46,17 @@ final class ConnectionCore: @unchecked Sendable {
         }
     }
 
-    struct TrackedName {
+    /// A followed well-known name; a class, so that subscribers keep it at hand.
+    final class TrackedName {
         var owner: String?
         var references: Int
         /// Whether a `NameOwnerChanged` was seen, which is newer than any `GetNameOwner` answer.
         var changed = false
+
+        init(owner: String?, references: Int) {
+            self.owner = owner
+            self.references = references
+        }
     }
 
     init(raw: OpaquePointer, queue: DispatchQueue, log: @escaping @Sendable (String) -> Void) {
@@ -361,7 +370,12 @@ final class ConnectionCore: @unchecked Sendable {
             guard
                 subscriber.rule.matches(
                     sender: sender, path: pathText, interface: interface, member: member,
-                    argument: stringArgument, senderOwner: { trackedNames[$0]?.owner })
+                    argument: stringArgument,
+                    senderOwner: { name in
+                        if let tracked = subscriber.trackedSender { return tracked.owner }
+                        subscriber.trackedSender = trackedNames[name]
+                        return subscriber.trackedSender?.owner
+                    })
             else { continue }
             if subscriber.sink.readsInPlace {
                 subscriber.sink.receive(view)
@@ -395,8 +409,8 @@ final class ConnectionCore: @unchecked Sendable {
 
     /// Starts following the owner of a well-known name; returns whether this is the first reference.
     func trackName(_ name: String) -> Bool {
-        if trackedNames[name] != nil {
-            trackedNames[name]!.references += 1
+        if let tracked = trackedNames[name] {
+            tracked.references += 1
             return false
         }
         trackedNames[name] = TrackedName(owner: nil, references: 1)
@@ -405,9 +419,9 @@ final class ConnectionCore: @unchecked Sendable {
 
     /// Stops following a name; returns whether this was the last reference.
     func untrackName(_ name: String) -> Bool {
-        guard var tracked = trackedNames[name] else { return false }
+        guard let tracked = trackedNames[name] else { return false }
         tracked.references -= 1
-        trackedNames[name] = tracked.references > 0 ? tracked : nil
+        if tracked.references == 0 { trackedNames[name] = nil }
         return tracked.references == 0
     }
 
