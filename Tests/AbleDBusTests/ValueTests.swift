@@ -104,6 +104,8 @@ struct ValueTests {
         let path: DBusObjectPath = "/org/bluez/hci0/dev_00_AA"
         #expect(path.parent == "/org/bluez/hci0")
         #expect(path.lastElement == "dev_00_AA")
+        #expect(DBusObjectPath("/org").lastElement == "org")
+        #expect(DBusObjectPath.root.lastElement == "")
         #expect(path.isDescendant(of: "/org/bluez"))
         #expect(!DBusObjectPath("/org/bluez/hci01").isDescendant(of: "/org/bluez/hci0"))
         #expect(DBusObjectPath.root.appending("org") == "/org")

@@ -53,11 +53,18 @@ public struct BluetoothAddress: Hashable, Comparable, Sendable {
     }
 
     private init?(utf8: some Collection<UInt8>, separator: UInt8) {
+        // Six pairs of hex digits with a separator between each two: "XX?XX?XX?XX?XX?XX".
         guard utf8.count == 17 else { return nil }
         var value: UInt64 = 0
-        for (index, pair) in utf8.split(separator: separator, omittingEmptySubsequences: false).enumerated() {
-            guard index < 6, pair.count == 2, let byte = Hex.parse(pair, as: UInt8.self) else { return nil }
+        var pair = utf8.startIndex
+        for index in 0..<6 {
+            let second = utf8.index(after: pair)
+            let end = utf8.index(after: second)
+            guard let byte = Hex.parse(utf8[pair..<end], as: UInt8.self) else { return nil }
             value = value << 8 | UInt64(byte)
+            guard index < 5 else { break }
+            guard utf8[end] == separator else { return nil }
+            pair = utf8.index(after: end)
         }
         self.init(value: value)
     }

@@ -7,10 +7,10 @@ extension ConnectionCore {
 
     /// Answers a method call addressed to this connection.
     func handleMethodCall(_ message: OpaquePointer) {
-        let sender = dbus_message_get_sender(message).map { String(cString: $0) } ?? ""
-        let pathText = dbus_message_get_path(message).map { String(cString: $0) } ?? "/"
-        let interface = dbus_message_get_interface(message).map { String(cString: $0) } ?? ""
-        let member = dbus_message_get_member(message).map { String(cString: $0) } ?? ""
+        let sender = dbus_message_get_sender(message).map { headerStrings.string($0) } ?? ""
+        let pathText = dbus_message_get_path(message).map { headerStrings.string($0) } ?? "/"
+        let interface = dbus_message_get_interface(message).map { headerStrings.string($0) } ?? ""
+        let member = dbus_message_get_member(message).map { headerStrings.string($0) } ?? ""
         let path = DBusObjectPath(unchecked: pathText)
         let replier = Replier(core: self, message: message)
 
@@ -37,7 +37,7 @@ extension ConnectionCore {
             replier.fail(error)
             return
         }
-        let signature = dbus_message_get_signature(message).map { String(cString: $0) } ?? ""
+        let signature = dbus_message_get_signature(message).map { headerStrings.string($0) } ?? ""
         let call = DBusMethodCall(
             sender: sender, path: path, interface: interface, member: member, arguments: arguments)
 

@@ -15,8 +15,9 @@ final class ConnectionCore: @unchecked Sendable {
     private var timerDeadline: DispatchTime?
     private var dispatchScheduled = false
     private let batch = DeliveryBatch()
-    /// The header fields of recent signals, reused by the next signals that repeat them.
-    private var headerStrings = RecentStrings(capacity: 16)
+    /// The header fields of recent signals and method calls, reused by the next messages that
+    /// repeat them.
+    var headerStrings = RecentStrings(capacity: 16)
 
     // Calls awaiting replies, by their DBusPendingCall.
     private var pendingCalls: [ObjectIdentifier: (pending: OpaquePointer, reply: PendingReply)] = [:]

@@ -40,7 +40,8 @@ public struct DBusObjectPath: RawRepresentable, Hashable, Comparable, Sendable, 
 
     /// The last element of the path (empty for the root).
     public var lastElement: String {
-        String(rawValue.utf8.split(separator: UInt8(ascii: "/")).last.map { String(decoding: $0, as: UTF8.self) } ?? "")
+        guard let slash = rawValue.utf8.lastIndex(of: UInt8(ascii: "/")) else { return rawValue }
+        return String(rawValue[rawValue.utf8.index(after: slash)...])
     }
 
     /// The parent path, or `nil` for the root.
