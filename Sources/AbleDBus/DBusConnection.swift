@@ -179,7 +179,7 @@ public actor DBusConnection {
             try await withTaskCancellationHandler {
                 // Naming `self` keeps this closure isolated to the connection (SE-0420), so the call
                 // is sent from the connection's queue without a hop.
-                try await withCheckedThrowingContinuation { continuation in
+                try await withUnsafeThrowingContinuation { continuation in
                     guard reply.install(continuation) else {
                         dbus_message_unref(message)
                         return

@@ -1,11 +1,13 @@
 import Synchronization
 
 /// The continuation of one method call awaiting its reply, resumed exactly once: by the reply,
-/// by cancellation, by the connection's loss, or by libdbus freeing the call.
+/// by cancellation, by the connection's loss, or by libdbus freeing the call. (The state below
+/// guarantees that, so the continuation is an unchecked one: a checked one costs an allocation
+/// per call.)
 final class PendingReply: Sendable {
     private enum State {
         case idle
-        case waiting(CheckedContinuation<[DBusValue], any Error>)
+        case waiting(UnsafeContinuation<[DBusValue], any Error>)
         case finished
     }
 
@@ -13,7 +15,7 @@ final class PendingReply: Sendable {
 
     /// Installs the continuation; returns `false` (and resumes it with `CancellationError`) when
     /// the call was cancelled first.
-    func install(_ continuation: CheckedContinuation<[DBusValue], any Error>) -> Bool {
+    func install(_ continuation: UnsafeContinuation<[DBusValue], any Error>) -> Bool {
         let installed = state.withLock { state in
             guard case .idle = state else { return false }
             state = .waiting(continuation)
@@ -26,7 +28,7 @@ final class PendingReply: Sendable {
     /// Resumes the caller unless it was already resumed; returns whether this call resumed it.
     @discardableResult
     func resume(with result: Result<[DBusValue], any Error>) -> Bool {
-        let continuation: CheckedContinuation<[DBusValue], any Error>? = state.withLock { state in
+        let continuation: UnsafeContinuation<[DBusValue], any Error>? = state.withLock { state in
             switch state {
             case .waiting(let continuation):
                 state = .finished
