@@ -49,7 +49,8 @@ public struct DBusMethodCall: Sendable {
     ///
     /// - Throws: ``DBusError`` (``DBusError/Name/invalidArgs``) when there is no such argument or it
     ///   has another type; thrown from a method handler, it becomes the error reply.
-    public func argument<T: DBusRepresentable>(_ index: Int, as type: T.Type = T.self) throws(DBusError) -> T {
+    @inlinable public func argument<T: DBusRepresentable>(_ index: Int, as type: T.Type = T.self) throws(DBusError) -> T
+    {
         guard arguments.indices.contains(index) else {
             throw DBusError(.invalidArgs, "\(member): missing argument \(index)")
         }
