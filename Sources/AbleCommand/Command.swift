@@ -46,24 +46,8 @@ struct SimulatedPair: Sendable {
     }
 }
 
-/// Runs `operation` for at most `limit`: its result, or `nil` when the time ran out first (the
-/// operation is cancelled then).
-func withTimeLimit<T: Sendable>(
-    _ limit: Duration, _ operation: @escaping @Sendable () async throws -> T
-) async throws -> T? {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await operation() }
-        group.addTask {
-            try await Task.sleep(for: limit)
-            return nil
-        }
-        defer { group.cancelAll() }
-        return try await group.next() ?? nil
-    }
-}
-
 /// Runs `operation`, throwing ``BluetoothError/Code/timeout`` when it takes longer than
-/// `timeout`; the operation is cancelled then.
+/// `timeout` (in the command's words: seconds); the operation is cancelled then.
 func withTimeout<T: Sendable>(
     _ timeout: Duration, _ what: String, _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {

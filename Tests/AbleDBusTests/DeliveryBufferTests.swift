@@ -107,4 +107,18 @@ struct DeliveryBufferTests {
         #expect(wokenAtOnce)
         #expect(try await consumer.value == 1)
     }
+
+    @Test func aHeldValueCountsAsUntakenUntilReleased() async throws {
+        let buffer = DeliveryBuffer<Int>(limit: 10, policy: .dropNewest)
+        #expect(!buffer.hasUntakenElements)
+        buffer.yield(1)
+        buffer.yield(2)
+        #expect(buffer.hasUntakenElements)
+        #expect(try await buffer.next() == 1)
+        #expect(try await buffer.nextHeld() == 2)
+        #expect(buffer.bufferedCount == 0)
+        #expect(buffer.hasUntakenElements)
+        buffer.releaseHeld()
+        #expect(!buffer.hasUntakenElements)
+    }
 }

@@ -247,24 +247,6 @@ struct BlueZPeripheralBackend: PeripheralBackend {
     }
 }
 
-/// Runs `operation`, throwing ``BluetoothError/Code/timeout`` when it takes longer than `timeout`.
-func withDeadline<T: Sendable>(
-    _ timeout: Duration, what: String, _ operation: @escaping @Sendable () async throws -> T
-) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await operation() }
-        group.addTask {
-            try await Task.sleep(for: timeout)
-            return nil
-        }
-        defer { group.cancelAll() }
-        guard let result = try await group.next(), let value = result else {
-            throw BluetoothError(.timeout, message: "\(what) took longer than \(timeout)")
-        }
-        return value
-    }
-}
-
 extension BlueZPeripheralBackend {
     func openL2CAPChannel(psm: PSM, _ options: L2CAPOptions, timeout: Duration) async throws -> L2CAPChannel {
         guard let properties else {

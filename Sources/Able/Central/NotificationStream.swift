@@ -20,28 +20,23 @@ public struct NotificationStream: AsyncSequence, Sendable {
     public typealias Element = [UInt8]
 
     /// The producing end, fed by a backend straight from the bus's dispatch.
-    package typealias Continuation = CountedContinuation<[UInt8]>
+    package typealias Continuation = DeliveryBuffer<[UInt8]>
 
     let buffer: DeliveryBuffer<[UInt8]>
     let lifetime: IterationLifetime<[UInt8]>
-    let counter: DropCounter
 
     static let bufferLimit = 16_384
 
     static func make() -> (NotificationStream, Continuation) {
         let buffer = DeliveryBuffer<[UInt8]>(limit: bufferLimit, policy: .dropNewest)
-        let counter = DropCounter()
-        return (
-            NotificationStream(buffer: buffer, lifetime: IterationLifetime(buffer), counter: counter),
-            Continuation(buffer: buffer, counter: counter)
-        )
+        return (NotificationStream(buffer: buffer, lifetime: IterationLifetime(buffer)), buffer)
     }
 
     /// How many values were dropped because the consumer fell behind.
-    public var droppedCount: Int { counter.value }
+    public var droppedCount: Int { buffer.droppedCount }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(buffer: buffer, stream: lifetime, lifetime: lifetime.forIterator(), counter: counter)
+        AsyncIterator(buffer: buffer, stream: lifetime, lifetime: lifetime.forIterator())
     }
 
     /// The iterator of a notification stream; not `Sendable`. When it goes away, the stream ends.
@@ -50,16 +45,13 @@ public struct NotificationStream: AsyncSequence, Sendable {
         /// Keeps the stream going while this iterator lives, even if the stream value is gone.
         let stream: IterationLifetime<[UInt8]>
         let lifetime: IterationLifetime<[UInt8]>
-        let counter: DropCounter
 
         public mutating func next() async throws -> [UInt8]? {
             try await next(isolation: nil)
         }
 
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> [UInt8]? {
-            let value = try await buffer.next(isolation: actor)
-            if value != nil { counter.noteTaken() }
-            return value
+            try await buffer.next(isolation: actor)
         }
     }
 }

@@ -1,5 +1,4 @@
 import AbleDBus
-import Synchronization
 
 /// The devices a scan discovers, for `for try await`.
 ///
@@ -15,28 +14,23 @@ public struct ScanStream: AsyncSequence, Sendable {
     public typealias Element = Discovery
 
     /// The producing end, fed by a backend.
-    package typealias Continuation = CountedContinuation<Discovery>
+    package typealias Continuation = DeliveryBuffer<Discovery>
 
     let buffer: DeliveryBuffer<Discovery>
     let lifetime: IterationLifetime<Discovery>
-    let counter: DropCounter
     /// Sleeps on the adapter backend's clock, for ``first(timeout:)``.
     let sleep: @Sendable (Duration) async throws -> Void
 
     static func make(sleep: @escaping @Sendable (Duration) async throws -> Void) -> (ScanStream, Continuation) {
         let buffer = DeliveryBuffer<Discovery>(limit: 256, policy: .dropOldest)
-        let counter = DropCounter()
-        return (
-            ScanStream(buffer: buffer, lifetime: IterationLifetime(buffer), counter: counter, sleep: sleep),
-            Continuation(buffer: buffer, counter: counter)
-        )
+        return (ScanStream(buffer: buffer, lifetime: IterationLifetime(buffer), sleep: sleep), buffer)
     }
 
     /// How many discoveries were dropped because the consumer fell behind.
-    public var droppedCount: Int { counter.value }
+    public var droppedCount: Int { buffer.droppedCount }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(buffer: buffer, stream: lifetime, lifetime: lifetime.forIterator(), counter: counter)
+        AsyncIterator(buffer: buffer, stream: lifetime, lifetime: lifetime.forIterator())
     }
 
     /// The iterator of a scan; not `Sendable`. When it goes away (the loop ended), the scan ends.
@@ -45,15 +39,13 @@ public struct ScanStream: AsyncSequence, Sendable {
         /// Keeps the stream going while this iterator lives, even if the stream value is gone.
         let stream: IterationLifetime<Discovery>
         let lifetime: IterationLifetime<Discovery>
-        let counter: DropCounter
+
         public mutating func next() async throws -> Discovery? {
             try await next(isolation: nil)
         }
 
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> Discovery? {
-            let discovery = try await buffer.next(isolation: actor)
-            if discovery != nil { counter.noteTaken() }
-            return discovery
+            try await buffer.next(isolation: actor)
         }
     }
 
@@ -86,7 +78,7 @@ public struct ScanStream: AsyncSequence, Sendable {
         return try await withThrowingTaskGroup(of: Outcome.self) { group in
             group.addTask {
                 let iterator = makeAsyncIterator()
-                let discovery = try await iterator.buffer.next()
+                let discovery = try await iterator.buffer.nextHeld()
                 if let discovery { _ = claim(.discovery(discovery)) }
                 return .discovery(discovery)
             }
@@ -102,7 +94,7 @@ public struct ScanStream: AsyncSequence, Sendable {
                     // Only now, with the timeout cancelled, is the discovery taken: a simulated
                     // clock holds time still while a scan holds a discovery not taken.
                     group.cancelAll()
-                    counter.noteTaken()
+                    buffer.releaseHeld()
                     return discovery
                 case (.discovery(nil), _), (.timeout, .timeout?): break  // the scan ended, or time is up
                 default: continue  // the loser finished first: wait for the winner
@@ -112,32 +104,6 @@ public struct ScanStream: AsyncSequence, Sendable {
             throw BluetoothError(.timeout, message: "no device matched the scan within \(timeout)")
         }
     }
-}
-
-/// Counts what a full buffer dropped, and what waits in the buffer.
-final class DropCounter: Sendable {
-    private let count = Atomic<Int>(0)
-    /// Elements that went into the buffer (net of those a full buffer pushed out), and those taken.
-    private let buffered = Atomic<Int>(0)
-    private let taken = Atomic<Int>(0)
-
-    var value: Int { count.load(ordering: .relaxed) }
-    func increment() { count.add(1, ordering: .relaxed) }
-
-    /// Counts one `yield`: a drop (one element in and one out, or the new one refused, per the
-    /// buffering policy) leaves the buffered count as it was.
-    func count<Element>(_ result: DeliveryBuffer<Element>.YieldResult) {
-        switch result {
-        case .enqueued: buffered.add(1, ordering: .relaxed)
-        case .dropped: increment()
-        case .terminated: break
-        }
-    }
-
-    func noteTaken() { taken.add(1, ordering: .relaxed) }
-
-    /// How many elements the buffer holds now (or handed to a waiting consumer not yet counted).
-    var untaken: Int { buffered.load(ordering: .relaxed) - taken.load(ordering: .relaxed) }
 }
 
 /// Ends a stream when the last copy of the stream value goes away (even if it was never

@@ -48,6 +48,8 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
         /// Set when the stream ended: `.success` for a normal end.
         var end: Result<Void, any Error>?
         var dropped = 0
+        /// Values taken with ``DeliveryBuffer/nextHeld(isolation:)`` and not yet released.
+        var held = 0
         var onTermination: (@Sendable () -> Void)?
 
         var count: Int { elements.count - head }
@@ -162,6 +164,11 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
     /// How many values wait for the consumer.
     package var bufferedCount: Int { state.withLock { $0.count } }
 
+    /// Whether values wait for the consumer, or were taken and are still held
+    /// (``nextHeld(isolation:)``): the simulated radio's clock lets the consumer deal with them
+    /// before it moves time on.
+    package var hasUntakenElements: Bool { state.withLock { $0.count > 0 || $0.held > 0 } }
+
     /// Whether the consumer is suspended, waiting for a value.
     package var isConsumerWaiting: Bool { state.withLock { $0.waiter != nil } }
 
@@ -170,9 +177,29 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
     /// The next value, waiting for one; `nil` once the stream ended normally or the consumer's
     /// task was cancelled.
     package func next(isolation actor: isolated (any Actor)? = #isolation) async throws -> Element? {
+        try await next(holding: false)
+    }
+
+    /// Like ``next(isolation:)``, but the value counts as untaken (``hasUntakenElements``) until
+    /// ``releaseHeld()``: for a consumer that takes a value before it knows it will keep it.
+    package func nextHeld(isolation actor: isolated (any Actor)? = #isolation) async throws -> Element? {
+        try await next(holding: true)
+    }
+
+    /// Lets go of a value taken with ``nextHeld(isolation:)``.
+    package func releaseHeld() {
+        state.withLock { $0.held -= 1 }
+    }
+
+    private func next(
+        holding: Bool, isolation actor: isolated (any Actor)? = #isolation
+    ) async throws -> Element? {
         while true {
             let step = state.withLock { state -> Step in
-                if state.count > 0 { return .value(state.removeFirst()) }
+                if state.count > 0 {
+                    if holding { state.held += 1 }
+                    return .value(state.removeFirst())
+                }
                 if let end = state.end { return .ended(end) }
                 return .wait
             }
