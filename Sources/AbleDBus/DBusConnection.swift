@@ -237,7 +237,7 @@ public actor DBusConnection {
         let sink = SignalSink(bufferLimit: bufferLimit)
         let end = try await addSubscription(rule, receiver: sink)
         sink.buffer.onTermination(end)
-        return DBusSignalStream(sink: sink, lifetime: IterationLifetime(sink))
+        return DBusSignalStream(sink: sink, lifetime: IterationLifetime(sink.buffer))
     }
 
     /// Subscribes to the signals a rule matches, handing each one to `handler` on the

@@ -21,13 +21,13 @@ public struct DBusSignalStream: AsyncSequence, Sendable {
     public typealias Element = DBusSignal
 
     let sink: SignalSink
-    let lifetime: IterationLifetime
+    let lifetime: IterationLifetime<DBusSignal>
 
     /// How many signals were dropped because the buffer was full.
     public var droppedCount: Int { sink.buffer.droppedCount }
 
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(buffer: sink.buffer, stream: lifetime, lifetime: IterationLifetime(sink))
+        AsyncIterator(buffer: sink.buffer, stream: lifetime, lifetime: lifetime.forIterator())
     }
 
     /// The iterator of a signal stream; not `Sendable`, like every iterator. When it goes away
@@ -35,8 +35,8 @@ public struct DBusSignalStream: AsyncSequence, Sendable {
     public struct AsyncIterator: AsyncIteratorProtocol {
         let buffer: DeliveryBuffer<DBusSignal>
         /// Keeps the subscription going while this iterator lives, even if the stream value is gone.
-        let stream: IterationLifetime
-        let lifetime: IterationLifetime
+        let stream: IterationLifetime<DBusSignal>
+        let lifetime: IterationLifetime<DBusSignal>
 
         public mutating func next() async throws -> DBusSignal? {
             try await buffer.next(isolation: nil)
@@ -45,20 +45,6 @@ public struct DBusSignalStream: AsyncSequence, Sendable {
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> DBusSignal? {
             try await buffer.next(isolation: actor)
         }
-    }
-}
-
-/// Ends the subscription when the last copy of the stream value goes away (iterated or not), or
-/// when an iterator goes away.
-final class IterationLifetime: Sendable {
-    private let sink: SignalSink
-
-    init(_ sink: SignalSink) {
-        self.sink = sink
-    }
-
-    deinit {
-        sink.finish()
     }
 }
 

@@ -230,6 +230,24 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
     }
 }
 
+/// Ends a stream's buffer when the last copy of the stream value goes away (even if it was never
+/// iterated), and, through ``forIterator()``, when an iterator goes away, so that leaving a
+/// `for try await` loop ends the work behind the stream while the stream is still referenced.
+package final class IterationLifetime<Element: Sendable>: Sendable {
+    private let buffer: DeliveryBuffer<Element>
+
+    package init(_ buffer: DeliveryBuffer<Element>) {
+        self.buffer = buffer
+    }
+
+    /// A lifetime of its own for one iterator.
+    package func forIterator() -> IterationLifetime { IterationLifetime(buffer) }
+
+    deinit {
+        buffer.finish()
+    }
+}
+
 /// The values that one dispatch of a bus connection hands to ``DeliveryBuffer``s: their
 /// consumers are woken once, when the batch ends.
 ///
