@@ -1,15 +1,11 @@
 import AbleDBus
+import AbleTestSupport
 import Dispatch
 import Synchronization
 import Testing
 
 @Suite(.timeLimit(.minutes(1)))
 struct DeliveryBufferTests {
-    /// Waits (briefly yielding) until `condition` holds.
-    func eventually(_ condition: () -> Bool) async {
-        while !condition() { await Task.yield() }
-    }
-
     @Test func valuesArriveInOrderThenTheStreamEnds() async throws {
         let buffer = DeliveryBuffer<Int>(limit: 100, policy: .dropNewest)
         for value in 0..<50 { #expect(buffer.yield(value) == .enqueued) }
@@ -53,7 +49,7 @@ struct DeliveryBufferTests {
     @Test func aWaitingConsumerIsWokenByAYield() async throws {
         let buffer = DeliveryBuffer<Int>(limit: 10, policy: .dropNewest)
         let consumer = Task { try await buffer.next() }
-        await eventually { buffer.isConsumerWaiting }
+        try await waitUntil { buffer.isConsumerWaiting }
         buffer.yield(7)
         #expect(try await consumer.value == 7)
     }
@@ -63,7 +59,7 @@ struct DeliveryBufferTests {
         let terminations = Atomic<Int>(0)
         buffer.onTermination { terminations.add(1, ordering: .relaxed) }
         let consumer = Task { try await buffer.next() }
-        await eventually { buffer.isConsumerWaiting }
+        try await waitUntil { buffer.isConsumerWaiting }
         consumer.cancel()
         #expect(try await consumer.value == nil)
         buffer.finish()
@@ -78,7 +74,7 @@ struct DeliveryBufferTests {
             while received.count < 30, let value = try await buffer.next() { received.append(value) }
             return received
         }
-        await eventually { buffer.isConsumerWaiting }
+        try await waitUntil { buffer.isConsumerWaiting }
         // The batch runs on a thread of its own, as a connection's dispatch does.
         let stillWaitingAtTheEnd = await withCheckedContinuation { continuation in
             DispatchQueue(label: "batch").async {
@@ -97,7 +93,7 @@ struct DeliveryBufferTests {
     @Test func outsideABatchAYieldWakesAtOnce() async throws {
         let buffer = DeliveryBuffer<Int>(limit: 10, policy: .dropNewest)
         let consumer = Task { try await buffer.next() }
-        await eventually { buffer.isConsumerWaiting }
+        try await waitUntil { buffer.isConsumerWaiting }
         let wokenAtOnce = await withCheckedContinuation { continuation in
             DispatchQueue(label: "producer").async {
                 buffer.yield(1)
