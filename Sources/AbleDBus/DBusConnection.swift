@@ -11,6 +11,12 @@ import Synchronization
 /// Each connection has its own serial queue (its ``executor``) on which libdbus reads, writes and
 /// dispatches; no thread is dedicated to it. Several connections can be open in one process.
 ///
+/// The socket is read when it becomes readable, except during a flood of signals: while read
+/// events come less than a millisecond apart with nothing but signals and no call awaits a
+/// reply, the connection reads every millisecond instead, and dispatches what came in one batch
+/// (a readiness event costs several times what the signal it brings does). Signals then wait up
+/// to 1 ms; a call's reply, or a call to an exported object, ends it.
+///
 /// ```swift
 /// let bus = try await DBusConnection.connect(to: .system)
 /// let reply = try await bus.call(
@@ -269,6 +275,11 @@ public actor DBusConnection {
     ) async throws -> DBusSignalSubscription {
         try await subscribe(rule, HandlerReceiver(handler: .inPlace(handler), onEnd: onEnd))
     }
+
+    /// Whether the connection reads its socket on a timer now, because a flood of signals came
+    /// (see `ReadCoalescing`), and how many such timed reads brought something since it opened:
+    /// for tests and benchmarks.
+    package var readCoalescing: (isActive: Bool, ticks: Int) { core.readCoalescing }
 
     private func subscribe(_ rule: DBusMatchRule, _ receiver: HandlerReceiver) async throws -> DBusSignalSubscription {
         let end = try await addSubscription(rule, receiver: receiver)

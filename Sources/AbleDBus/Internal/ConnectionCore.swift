@@ -1,6 +1,10 @@
 import CDBus
 import Dispatch
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Everything of one connection that touches libdbus. Confined to the connection's queue:
 /// every method runs there (libdbus callbacks arrive there, and the actor shares the queue).
 final class ConnectionCore: @unchecked Sendable {
@@ -15,6 +19,10 @@ final class ConnectionCore: @unchecked Sendable {
     private var timerDeadline: DispatchTime?
     private var dispatchScheduled = false
     private let batch = DeliveryBatch()
+    /// libdbus's watch for reading the socket, while it has one.
+    private var readWatch: OpaquePointer?
+    private var coalescing = ReadCoalescing()
+    private var coalescingTimer: DispatchSourceTimer?
     /// The header fields of recent signals and method calls, reused by the next messages that
     /// repeat them.
     var headerStrings = RecentStrings(capacity: 16)
@@ -90,7 +98,9 @@ final class ConnectionCore: @unchecked Sendable {
                 Unmanaged<ConnectionCore>.fromOpaque(context!).takeUnretainedValue().addWatch(watch!)
                 return 1
             },
-            { watch, _ in WatchSource.remove(watch!) },
+            { watch, context in
+                Unmanaged<ConnectionCore>.fromOpaque(context!).takeUnretainedValue().removeWatch(watch!)
+            },
             { watch, _ in WatchSource.toggle(watch!) },
             context, nil)
         dbus_connection_set_timeout_functions(
@@ -136,6 +146,8 @@ final class ConnectionCore: @unchecked Sendable {
         dbus_connection_set_wakeup_main_function(raw, nil, nil, nil)
         timer?.cancel()
         timer = nil
+        coalescingTimer?.cancel()
+        coalescingTimer = nil
         timeouts.removeAll()
         let raw = self.raw
         // Unreferencing frees the filter's context pointer use; keep `self` alive until then.
@@ -163,11 +175,80 @@ final class ConnectionCore: @unchecked Sendable {
     // MARK: - Watches, timeouts, dispatch
 
     private func addWatch(_ watch: OpaquePointer) {
+        let reads = dbus_watch_get_flags(watch) & DBUS_WATCH_READABLE.rawValue != 0
+        if reads { readWatch = watch }
         WatchSource.add(watch, queue: queue) { [self] flags in
             guard closedError == nil else { return }
             dbus_watch_handle(watch, flags)
-            dispatchAll()
+            let signalsOnly = dispatchAll() && pendingCalls.isEmpty
+            guard reads, closedError == nil,
+                coalescing.noteReadEvent(at: DispatchTime.now().uptimeNanoseconds, signalsOnly: signalsOnly)
+            else { return }
+            WatchSource.setPaused(watch, true)
+            scheduleCoalescingTick()
         }
+    }
+
+    private func removeWatch(_ watch: OpaquePointer) {
+        if watch == readWatch {
+            readWatch = nil
+            _ = coalescing.stop()
+        }
+        WatchSource.remove(watch)
+    }
+
+    // MARK: - Read coalescing (see ReadCoalescing)
+
+    /// Whether the socket is read on ticks now, and how many ticks read something.
+    var readCoalescing: (isActive: Bool, ticks: Int) { (coalescing.isActive, coalescing.ticks) }
+
+    /// Reads what came since the last tick, and schedules the next one while only signals come.
+    private func coalescingTick() {
+        guard coalescing.isActive else { return }
+        guard closedError == nil, let watch = readWatch, dbus_watch_get_enabled(watch) != 0 else {
+            stopCoalescing()
+            return
+        }
+        let descriptor = dbus_watch_get_unix_fd(watch)
+        var signalsOnly = true
+        var reads = 0
+        while reads < ReadCoalescing.maximumReadsPerTick, Self.bytesAvailable(on: descriptor) > 0 {
+            reads += 1
+            dbus_watch_handle(watch, DBUS_WATCH_READABLE.rawValue)
+            signalsOnly = dispatchAll() && signalsOnly
+            guard closedError == nil else {
+                _ = coalescing.stop()
+                return
+            }
+        }
+        if coalescing.noteTick(read: reads > 0, signalsOnly: signalsOnly && pendingCalls.isEmpty) {
+            scheduleCoalescingTick()
+        } else {
+            WatchSource.setPaused(watch, false)
+        }
+    }
+
+    /// Goes back to reading on readiness events.
+    private func stopCoalescing() {
+        if coalescing.stop(), let readWatch { WatchSource.setPaused(readWatch, false) }
+    }
+
+    private func scheduleCoalescingTick() {
+        let timer =
+            coalescingTimer
+            ?? {
+                let timer = DispatchSource.makeTimerSource(queue: queue)
+                timer.setEventHandler { [unowned self] in coalescingTick() }
+                timer.resume()
+                coalescingTimer = timer
+                return timer
+            }()
+        timer.schedule(deadline: .now() + ReadCoalescing.interval, leeway: ReadCoalescing.leeway)
+    }
+
+    private static func bytesAvailable(on descriptor: Int32) -> Int32 {
+        var count: Int32 = 0
+        return ioctl(descriptor, UInt(FIONREAD), &count) == 0 ? count : 0
     }
 
     private func addTimeout(_ timeout: OpaquePointer) {
@@ -226,10 +307,30 @@ final class ConnectionCore: @unchecked Sendable {
 
     /// Dispatches every message libdbus has read, as one ``DeliveryBatch``: a stream's consumer
     /// is woken once for all the signals it received, not once per signal.
-    func dispatchAll() {
+    ///
+    /// Signals are taken off libdbus's queue and routed directly: `dbus_connection_dispatch` would
+    /// copy the filter list and look for a pending call on each, none of which a signal needs.
+    /// Everything else (replies, which complete libdbus's pending calls, and method calls) goes
+    /// through `dbus_connection_dispatch`, in arrival order.
+    ///
+    /// Returns whether everything it dispatched (if anything) was a signal.
+    @discardableResult
+    func dispatchAll() -> Bool {
+        var others = false
         batch.run {
-            while closedError == nil, dbus_connection_dispatch(raw) == DBUS_DISPATCH_DATA_REMAINS {}
+            while closedError == nil, let message = dbus_connection_borrow_message(raw) {
+                if dbus_message_get_type(message) == ABLE_DBUS_MESSAGE_TYPE_SIGNAL {
+                    dbus_connection_steal_borrowed_message(raw, message)
+                    routeSignal(message)
+                    dbus_message_unref(message)
+                } else {
+                    others = true
+                    dbus_connection_return_message(raw, message)
+                    guard dbus_connection_dispatch(raw) == DBUS_DISPATCH_DATA_REMAINS else { break }
+                }
+            }
         }
+        return !others
     }
 
     // MARK: - Sending
@@ -253,6 +354,8 @@ final class ConnectionCore: @unchecked Sendable {
             return
         }
         pendingCalls[ObjectIdentifier(reply)] = (pending, reply)
+        // Its reply is read as soon as it is there.
+        stopCoalescing()
         let context = Unmanaged.passRetained(CallContext(core: self, reply: reply)).toOpaque()
         dbus_pending_call_set_notify(
             pending,

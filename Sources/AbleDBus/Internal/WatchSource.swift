@@ -9,6 +9,10 @@ import Dispatch
 final class WatchSource {
     private let source: any DispatchSourceProtocol
     private var suspended = true
+    /// Whether libdbus enabled the watch.
+    private var enabled = false
+    /// Whether the connection paused the source (``setPaused(_:_:)``).
+    private var paused = false
 
     private init(source: any DispatchSourceProtocol) {
         self.source = source
@@ -47,6 +51,7 @@ final class WatchSource {
         guard let data = dbus_watch_get_data(watch) else { return }
         let watchSource = Unmanaged<WatchSource>.fromOpaque(data).takeUnretainedValue()
         // A suspended source must be resumed before it is cancelled and released.
+        watchSource.paused = false
         watchSource.update(enabled: true)
         watchSource.source.cancel()
         dbus_watch_set_data(watch, nil, nil)
@@ -58,11 +63,22 @@ final class WatchSource {
             enabled: dbus_watch_get_enabled(watch) != 0)
     }
 
+    /// Stops (or restarts) the source's events while the watch stays enabled: the connection
+    /// then reads the socket on its own schedule.
+    static func setPaused(_ watch: OpaquePointer, _ paused: Bool) {
+        guard let data = dbus_watch_get_data(watch) else { return }
+        let watchSource = Unmanaged<WatchSource>.fromOpaque(data).takeUnretainedValue()
+        watchSource.paused = paused
+        watchSource.update(enabled: watchSource.enabled)
+    }
+
     private func update(enabled: Bool) {
-        if enabled && suspended {
+        self.enabled = enabled
+        let running = enabled && !paused
+        if running && suspended {
             suspended = false
             source.resume()
-        } else if !enabled && !suspended {
+        } else if !running && !suspended {
             suspended = true
             source.suspend()
         }
