@@ -7,10 +7,16 @@ import Testing
 @Suite(.timeLimit(.minutes(1)))
 struct SignalViewTests {
     struct Reading: Sendable, Equatable {
-        var value: [UInt8]??
+        /// What `changedByteArray` said: `nil` when the signal is not about the interface.
+        var change: Change?
         var failed: Bool
         var valueOnly: Bool
         var decodedArguments: Int
+    }
+
+    struct Change: Sendable, Equatable {
+        var bytes: [UInt8]?
+        var isOnlyChange: Bool
     }
 
     static let properties = "org.freedesktop.DBus.Properties"
@@ -21,16 +27,15 @@ struct SignalViewTests {
             let readings = Mutex<[Reading]>([])
             let count = Atomic<Int>(0)
             let subscription = try await receiver.subscribe(
-                matching: DBusMatchRule(
-                    path: "/char", interface: Self.properties, member: "PropertiesChanged",
-                    arguments: [0: "org.example.Characteristic"]),
+                matching: DBusMatchRule(path: "/char", interface: Self.properties, member: "PropertiesChanged"),
                 readingInPlace: { view in
                     var reading = Reading(
-                        value: nil, failed: false,
+                        change: nil, failed: false,
                         valueOnly: view.changesOnly(property: "Value", of: "org.example.Characteristic"),
                         decodedArguments: (try? view.decoded().arguments.count) ?? -1)
                     do {
-                        reading.value = .some(try view.changedByteArray(named: "Value"))
+                        reading.change = try view.changedByteArray(named: "Value", of: "org.example.Characteristic")
+                            .map { Change(bytes: $0.bytes, isOnlyChange: $0.isOnlyChange) }
                     } catch {
                         reading.failed = true
                     }
@@ -46,22 +51,34 @@ struct SignalViewTests {
             try emit("org.example.Characteristic", ["Value": DBusVariant([UInt8]([1, 2, 3]))])
             try emit("org.example.Characteristic", ["Value": DBusVariant([UInt8]())])
             try emit("org.example.Characteristic", ["Notifying": DBusVariant(true)])
+            try emit(
+                "org.example.Characteristic", ["Value": DBusVariant([UInt8]([4])), "Notifying": DBusVariant(true)])
             try emit("org.example.Characteristic", ["Value": DBusVariant("not bytes")])
-            // Another interface in argument 0: the rule's arg0 keeps it out.
+            // Another interface in argument 0: not about the characteristic.
             try emit("org.example.Other", ["Value": DBusVariant([UInt8]([9]))])
             try emitter.emitSignal(
                 path: "/char", interface: Self.properties, member: "PropertiesChanged",
                 arguments: [.string("org.example.Characteristic"), .uint32(7)])
-            while count.load(ordering: .relaxed) < 5 { try await Task.sleep(for: .milliseconds(5)) }
+            while count.load(ordering: .relaxed) < 7 { try await Task.sleep(for: .milliseconds(5)) }
             try await Task.sleep(for: .milliseconds(50))
             let all = readings.withLock { $0 }
             #expect(
                 all == [
-                    Reading(value: .some([1, 2, 3]), failed: false, valueOnly: true, decodedArguments: 3),
-                    Reading(value: .some([]), failed: false, valueOnly: true, decodedArguments: 3),
-                    Reading(value: .some(nil), failed: false, valueOnly: false, decodedArguments: 3),
-                    Reading(value: nil, failed: true, valueOnly: true, decodedArguments: 3),
-                    Reading(value: nil, failed: true, valueOnly: false, decodedArguments: 2),
+                    Reading(
+                        change: Change(bytes: [1, 2, 3], isOnlyChange: true), failed: false, valueOnly: true,
+                        decodedArguments: 3),
+                    Reading(
+                        change: Change(bytes: [], isOnlyChange: true), failed: false, valueOnly: true,
+                        decodedArguments: 3),
+                    Reading(
+                        change: Change(bytes: nil, isOnlyChange: false), failed: false, valueOnly: false,
+                        decodedArguments: 3),
+                    Reading(
+                        change: Change(bytes: [4], isOnlyChange: false), failed: false, valueOnly: false,
+                        decodedArguments: 3),
+                    Reading(change: nil, failed: true, valueOnly: true, decodedArguments: 3),
+                    Reading(change: nil, failed: false, valueOnly: false, decodedArguments: 3),
+                    Reading(change: nil, failed: true, valueOnly: false, decodedArguments: 2),
                 ])
         }
     }

@@ -1,9 +1,10 @@
 import AbleDBus
 import Synchronization
 
-/// Fans BlueZ's notifications out to Able's streams: one D-Bus subscription and one
-/// `StartNotify` per characteristic, whatever the number of streams, and `StopNotify` when
-/// the last stream ends. Values go from the connection's dispatch straight into the streams.
+/// Fans BlueZ's notifications out to Able's streams: one `StartNotify` per characteristic,
+/// whatever the number of streams, and `StopNotify` when the last stream ends. Values go from
+/// the connection's dispatch straight into the streams: the object tree's subscription to
+/// BlueZ's signals hands each characteristic's `PropertiesChanged` to its fan-out first.
 final class BlueZNotificationHub: Sendable {
     /// The streams of one characteristic; touched on the hot path, so a lock and no actor.
     final class Fanout: Sendable {
@@ -11,11 +12,18 @@ final class BlueZNotificationHub: Sendable {
         private let consumers = Mutex<[(id: UInt64, stream: NotificationStream.Continuation)]>([])
 
         /// Takes the new `Value` out of the characteristic's `PropertiesChanged`, read in place
-        /// (no other argument is decoded); a signal without one, or with a malformed one, is skipped.
-        func deliver(_ signal: DBusSignalView) {
-            guard let value = try? signal.changedByteArray(named: "Value") else { return }
-            // Copying the array under the lock retains its storage; it allocates nothing.
-            for consumer in consumers.withLock({ $0 }) { consumer.stream.yield(value) }
+        /// (no other argument is decoded); a signal without one, or with a malformed one, is
+        /// skipped. Returns whether the signal changed nothing but the value.
+        func deliver(_ signal: DBusSignalView) -> Bool {
+            guard
+                let change = try? signal.changedByteArray(
+                    named: "Value", of: BlueZPeripheralBackend.characteristic)
+            else { return false }
+            if let value = change.bytes {
+                // Copying the array under the lock retains its storage; it allocates nothing.
+                for consumer in consumers.withLock({ $0 }) { consumer.stream.yield(value) }
+            }
+            return change.isOnlyChange
         }
 
         func add(_ stream: NotificationStream.Continuation, id: UInt64) {
@@ -42,7 +50,8 @@ final class BlueZNotificationHub: Sendable {
 
     private struct Entry {
         let fanout: Fanout
-        let subscription: DBusSignalSubscription
+        /// Ends the fan-out's place in the object tree.
+        let stopReceiving: @Sendable () -> Void
         let watcher: Task<Void, Never>
     }
 
@@ -64,22 +73,17 @@ final class BlueZNotificationHub: Sendable {
             let fanout = Fanout()
             fanout.add(continuation, id: id)
             // Attach before StartNotify, so the first value is not lost.
-            let rule = DBusMatchRule(
-                sender: BlueZSystem.service, path: characteristic, interface: "org.freedesktop.DBus.Properties",
-                member: "PropertiesChanged", arguments: [0: BlueZPeripheralBackend.characteristic])
-            let subscription = try await system.connection.subscribe(
-                matching: rule, readingInPlace: fanout.deliver,
-                onEnd: { error in
-                    if let error {
-                        fanout.finishAll(
-                            throwing: BluetoothError(
-                                .daemonUnavailable, message: "the bus connection was lost", cause: error))
-                    }
+            let stopReceiving = system.tree.receiveValues(
+                of: characteristic, deliver: fanout.deliver,
+                onConnectionLost: { error in
+                    fanout.finishAll(
+                        throwing: BluetoothError(
+                            .daemonUnavailable, message: "the bus connection was lost", cause: error))
                 })
             do {
                 _ = try await system.call(characteristic, BlueZPeripheralBackend.characteristic, "StartNotify")
             } catch {
-                subscription.cancel()
+                stopReceiving()
                 // BlueZ may have started notifying although the answer never reached us (the task
                 // was cancelled while waiting, or the call timed out): stop it, from a task that
                 // is not cancelled. Refused StartNotify calls make this a harmless error.
@@ -102,7 +106,7 @@ final class BlueZNotificationHub: Sendable {
                 fanout.finishAll(throwing: BluetoothError(.disconnected, message: "the peripheral disconnected"))
             }
             entries.withLock {
-                $0[characteristic] = Entry(fanout: fanout, subscription: subscription, watcher: watcher)
+                $0[characteristic] = Entry(fanout: fanout, stopReceiving: stopReceiving, watcher: watcher)
             }
         }
         continuation.onTermination { [self] in
@@ -115,7 +119,7 @@ final class BlueZNotificationHub: Sendable {
         guard let entry = entries.withLock({ $0[characteristic] }) else { return }
         guard entry.fanout.remove(id) else { return }
         entries.withLock { $0[characteristic] = nil }
-        entry.subscription.cancel()
+        entry.stopReceiving()
         entry.watcher.cancel()
         _ = try? await system.call(characteristic, BlueZPeripheralBackend.characteristic, "StopNotify")
     }

@@ -55,9 +55,21 @@ final class BlueZObjectTree: Sendable {
         }
     }
 
+    /// Takes the `PropertiesChanged` signals of one characteristic before the tree does: see
+    /// ``receiveValues(of:deliver:onConnectionLost:)``.
+    struct ValueReceiver: Sendable {
+        let id: UInt64
+        /// Reads a signal in place; returns whether it changed nothing but the value.
+        let deliver: @Sendable (DBusSignalView) -> Bool
+        let connectionLost: @Sendable (any Error) -> Void
+    }
+
     let connection: DBusConnection
     let service: String
     private let state = Mutex(State())
+    /// By characteristic path. Looked up for every signal of the service, so a lock and no actor.
+    private let valueReceivers = Mutex<[String: ValueReceiver]>([:])
+    private let nextValueReceiver = Atomic<UInt64>(0)
     private let tasks = Mutex<[Task<Void, Never>]>([])
     private let subscription = Mutex<DBusSignalSubscription?>(nil)
 
@@ -79,16 +91,21 @@ final class BlueZObjectTree: Sendable {
             readingInPlace: { [weak tree] view in
                 // The rule's sender is the service's name: AbleDBus delivers only what its current
                 // owner sends, in bus order. Notified values are the notification streams'
-                // business, and by far the most frequent signal: the tree keeps no characteristic
-                // values, so it skips them before decoding anything.
-                guard let tree, !view.changesOnly(property: "Value", of: "org.bluez.GattCharacteristic1"),
+                // business, and by far the most frequent signal: a characteristic's receiver reads
+                // them in place, and the tree, which keeps no values, skips a change of nothing
+                // but the value before decoding anything.
+                guard let tree else { return }
+                if let receiver = tree.valueReceivers.withLock({ $0[view.path] }), receiver.deliver(view) { return }
+                guard !view.changesOnly(property: "Value", of: "org.bluez.GattCharacteristic1"),
                     let signal = try? view.decoded(), let change = Self.change(from: signal)
                 else { return }
                 tree.publish([change])
             },
             onEnd: { [weak tree] error in
                 // The connection is gone: the tree can no longer be trusted.
-                if error != nil { tree?.vanish() }
+                guard let error, let tree else { return }
+                for receiver in tree.valueReceivers.withLock({ Array($0.values) }) { receiver.connectionLost(error) }
+                tree.vanish()
             })
         let owners = try await connection.nameOwnerChanges(of: service)
         guard let owner = try await connection.nameOwner(of: service) else {
@@ -107,6 +124,24 @@ final class BlueZObjectTree: Sendable {
         subscription.withLock { $0?.cancel() }
         for task in tasks.withLock({ $0 }) { task.cancel() }
         for listener in state.withLock({ $0.listeners.values }) { listener.finish() }
+    }
+
+    /// Hands the `PropertiesChanged` signals of `characteristic` to `deliver`, read in place on
+    /// the connection's queue, before the tree looks at them; `onConnectionLost` runs if the bus
+    /// connection is lost. The service's own subscription carries them: no match rule of its
+    /// own. Returns the function that ends it.
+    func receiveValues(
+        of characteristic: DBusObjectPath, deliver: @escaping @Sendable (DBusSignalView) -> Bool,
+        onConnectionLost: @escaping @Sendable (any Error) -> Void
+    ) -> @Sendable () -> Void {
+        let id = nextValueReceiver.add(1, ordering: .relaxed).newValue
+        let path = characteristic.rawValue
+        valueReceivers.withLock {
+            $0[path] = ValueReceiver(id: id, deliver: deliver, connectionLost: onConnectionLost)
+        }
+        return { [weak self] in
+            self?.valueReceivers.withLock { if $0[path]?.id == id { $0[path] = nil } }
+        }
     }
 
     /// Every object now.

@@ -28,23 +28,32 @@ package struct DBusSignalView {
             arguments: try MessageCoding.decodeArguments(of: message))
     }
 
-    /// For a `PropertiesChanged(s interface, a{sv} changed, as invalidated)` signal: the bytes of
-    /// the changed property `name` when it is among the changes, `nil` when it is not.
+    /// For a `PropertiesChanged(s interface, a{sv} changed, as invalidated)` signal of
+    /// `interface`, read in place in one walk: the bytes of the changed property `name` (`nil`
+    /// when it is not among the changes), and whether nothing else changed. `nil` when the
+    /// signal is not a `PropertiesChanged` of `interface`.
     ///
     /// - Throws: ``DBusError`` (``DBusError/Name/invalidArgs``) when the signal does not have
     ///   that shape or the property is not a byte array (`ay`).
-    package func changedByteArray(named name: String) throws(DBusError) -> [UInt8]? {
+    package func changedByteArray(
+        named name: String, of interface: String
+    ) throws(DBusError) -> (bytes: [UInt8]?, isOnlyChange: Bool)? {
+        guard member == "PropertiesChanged", self.interface == "org.freedesktop.DBus.Properties" else { return nil }
         var arguments = DBusMessageIter()
+        var changedInterface: UnsafePointer<CChar>?
         guard dbus_message_iter_init(message, &arguments) != 0,
-            dbus_message_iter_get_arg_type(&arguments) == ABLE_DBUS_TYPE_STRING,
-            dbus_message_iter_next(&arguments) != 0,
+            dbus_message_iter_get_arg_type(&arguments) == ABLE_DBUS_TYPE_STRING
+        else { throw DBusError(.invalidArgs, "\(member) is not PropertiesChanged(s, a{sv}, as)") }
+        dbus_message_iter_get_basic(&arguments, &changedInterface)
+        guard let changedInterface, interface.withCString({ strcmp($0, changedInterface) == 0 }) else { return nil }
+        guard dbus_message_iter_next(&arguments) != 0,
             dbus_message_iter_get_arg_type(&arguments) == ABLE_DBUS_TYPE_ARRAY,
             dbus_message_iter_get_element_type(&arguments) == ABLE_DBUS_TYPE_DICT_ENTRY
-        else {
-            throw DBusError(.invalidArgs, "\(member) is not PropertiesChanged(s, a{sv}, as)")
-        }
+        else { throw DBusError(.invalidArgs, "\(member) is not PropertiesChanged(s, a{sv}, as)") }
         var changed = DBusMessageIter()
         dbus_message_iter_recurse(&arguments, &changed)
+        var bytes: [UInt8]?
+        var isOnlyChange = true
         while dbus_message_iter_get_arg_type(&changed) == ABLE_DBUS_TYPE_DICT_ENTRY {
             var entry = DBusMessageIter()
             dbus_message_iter_recurse(&changed, &entry)
@@ -54,26 +63,32 @@ package struct DBusSignalView {
             }
             dbus_message_iter_get_basic(&entry, &key)
             if let key, name.withCString({ strcmp($0, key) == 0 }) {
-                var variant = DBusMessageIter()
-                guard dbus_message_iter_next(&entry) != 0,
-                    dbus_message_iter_get_arg_type(&entry) == ABLE_DBUS_TYPE_VARIANT
-                else { throw DBusError(.invalidArgs, "\(member): \(name) has no value") }
-                dbus_message_iter_recurse(&entry, &variant)
-                guard dbus_message_iter_get_arg_type(&variant) == ABLE_DBUS_TYPE_ARRAY,
-                    dbus_message_iter_get_element_type(&variant) == ABLE_DBUS_TYPE_BYTE
-                else { throw DBusError(.invalidArgs, "\(member): \(name) is not a byte array (ay)") }
-                var bytes = DBusMessageIter()
-                dbus_message_iter_recurse(&variant, &bytes)
-                var pointer: UnsafeMutableRawPointer?
-                var count: Int32 = 0
-                guard dbus_message_iter_get_arg_type(&bytes) == ABLE_DBUS_TYPE_BYTE else { return [] }
-                dbus_message_iter_get_fixed_array(&bytes, &pointer, &count)
-                guard let pointer, count > 0 else { return [] }
-                return Array(UnsafeRawBufferPointer(start: pointer, count: Int(count)))
+                bytes = try byteArray(after: &entry, named: name)
+            } else {
+                isOnlyChange = false
             }
             dbus_message_iter_next(&changed)
         }
-        return nil
+        return (bytes, isOnlyChange)
+    }
+
+    /// The `ay` in the variant that follows a dictionary entry's key.
+    private func byteArray(after entry: inout DBusMessageIter, named name: String) throws(DBusError) -> [UInt8] {
+        var variant = DBusMessageIter()
+        guard dbus_message_iter_next(&entry) != 0, dbus_message_iter_get_arg_type(&entry) == ABLE_DBUS_TYPE_VARIANT
+        else { throw DBusError(.invalidArgs, "\(member): \(name) has no value") }
+        dbus_message_iter_recurse(&entry, &variant)
+        guard dbus_message_iter_get_arg_type(&variant) == ABLE_DBUS_TYPE_ARRAY,
+            dbus_message_iter_get_element_type(&variant) == ABLE_DBUS_TYPE_BYTE
+        else { throw DBusError(.invalidArgs, "\(member): \(name) is not a byte array (ay)") }
+        var bytes = DBusMessageIter()
+        dbus_message_iter_recurse(&variant, &bytes)
+        var pointer: UnsafeMutableRawPointer?
+        var count: Int32 = 0
+        guard dbus_message_iter_get_arg_type(&bytes) == ABLE_DBUS_TYPE_BYTE else { return [] }
+        dbus_message_iter_get_fixed_array(&bytes, &pointer, &count)
+        guard let pointer, count > 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: pointer, count: Int(count)))
     }
 
     /// Whether this is a `PropertiesChanged(s, a{sv}, as)` signal of `interface` whose changed

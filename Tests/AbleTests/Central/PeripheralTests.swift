@@ -127,6 +127,24 @@ struct PeripheralTests {
         }
     }
 
+    @Test func losingTheBusEndsNotificationStreamsAsDaemonUnavailable() async throws {
+        let bus = try PrivateBus()
+        let fake = try await FakeBlueZ.start(on: bus)
+        let device = try await fake.addConnectableDevice(Self.address, services: Self.services)
+        let connection = try await bus.connect()
+        let system = try await BlueZSystem.open(on: connection)
+        let adapter = Adapter(backend: try await BlueZAdapterBackend.open(name: "hci0", system: system))
+        let peripheral = await adapter.peripheral(address: BluetoothAddress(Self.address)!)
+        try await peripheral.connect(timeout: .seconds(5))
+        let values = try await peripheral.notifications(of: SeedCharacteristic.b2)
+        var iterator = values.makeAsyncIterator()
+        device.notify(1, 1, [7])
+        #expect(try await iterator.next() == [7])
+        await connection.close()
+        let error = await #expect(throws: BluetoothError.self) { while try await iterator.next() != nil {} }
+        #expect(error?.code == .daemonUnavailable)
+    }
+
     @Test(arguments: [true, false])
     func anUnlikelyErrorIsADisconnectOnlyWhenTheLinkDrops(linkDrops: Bool) async throws {
         try await withDevice { _, device, _, peripheral in
