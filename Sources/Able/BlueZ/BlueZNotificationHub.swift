@@ -21,7 +21,7 @@ final class BlueZNotificationHub: Sendable {
             else { return false }
             if let value = change.bytes {
                 // Copying the array under the lock retains its storage; it allocates nothing.
-                for consumer in consumers.withLock({ $0 }) { consumer.stream.yield(value) }
+                for consumer in consumers.withLock({ $0 }) { consumer.stream.yieldBytes(value) }
             }
             return change.isOnlyChange
         }

@@ -51,7 +51,7 @@ public struct NotificationStream: AsyncSequence, Sendable {
         }
 
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> [UInt8]? {
-            try await buffer.next(isolation: actor)
+            try await buffer.nextBytes(isolation: actor)
         }
     }
 }

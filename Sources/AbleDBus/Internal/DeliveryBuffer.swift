@@ -293,3 +293,19 @@ private protocol DeferredWake: AnyObject {
 }
 
 extension DeliveryBuffer: DeferredWake {}
+
+// Generic code called from another module runs unspecialized (a metadata lookup and value
+// witness calls for every value); these entry points are compiled for byte arrays, the
+// elements of Able's notification streams, the busiest of all.
+extension DeliveryBuffer where Element == [UInt8] {
+    /// ``yield(_:)`` for byte arrays.
+    @discardableResult
+    package func yieldBytes(_ bytes: [UInt8]) -> YieldResult {
+        yield(bytes)
+    }
+
+    /// ``next(isolation:)`` for byte arrays.
+    package func nextBytes(isolation actor: isolated (any Actor)? = #isolation) async throws -> [UInt8]? {
+        try await next(holding: false)
+    }
+}
