@@ -58,18 +58,22 @@ public struct DBusMatchRule: Hashable, Sendable, CustomStringConvertible {
         member signalMember: String, argument stringArgument: (Int) -> String?,
         senderOwner: (String) -> String?
     ) -> Bool {
-        if let sender, sender != signalSender {
-            // A well-known name matches the signals of its owner at the time of subscription.
-            guard !sender.hasPrefix(":"), senderOwner(sender) == signalSender else { return false }
-        }
+        // The header fields first, cheapest and most often different; then the sender, which may
+        // need its owner looked up.
+        if let interface, interface != signalInterface { return false }
+        if let member, member != signalMember { return false }
         if let path, path.rawValue != signalPath { return false }
         if let pathNamespace, pathNamespace != .root {
             guard signalPath.hasPrefix(pathNamespace.rawValue) else { return false }
             let rest = signalPath.utf8.dropFirst(pathNamespace.rawValue.utf8.count)
             guard rest.isEmpty || rest.first == UInt8(ascii: "/") else { return false }
         }
-        if let interface, interface != signalInterface { return false }
-        if let member, member != signalMember { return false }
+        if let sender, sender != signalSender {
+            // A well-known name matches the signals of its owner at the time of subscription; the
+            // bus itself sends under its own name, and unique names have no other owner.
+            guard !sender.hasPrefix(":"), sender != "org.freedesktop.DBus", senderOwner(sender) == signalSender
+            else { return false }
+        }
         for (index, expected) in arguments {
             guard stringArgument(index) == expected else { return false }
         }
