@@ -15,9 +15,10 @@ import Dispatch
 /// The price is latency during such a flood only: a signal then waits up to ``interval`` (1 ms;
 /// BLE connection events are at least 7.5 ms apart).
 struct ReadCoalescing {
-    /// How often a coalescing connection reads its socket.
-    static let interval = DispatchTimeInterval.milliseconds(1)
+    /// How often a coalescing connection reads its socket, and how close read events must come
+    /// to start it.
     static let intervalNanoseconds: UInt64 = 1_000_000
+    static let interval = DispatchTimeInterval.nanoseconds(Int(intervalNanoseconds))
     /// How late a tick may come.
     static let leeway = DispatchTimeInterval.microseconds(100)
     /// Reads per tick at most (libdbus reads 2 KiB at a time), so that a tick does not hold the
