@@ -18,11 +18,8 @@ extension BlueZAdapterBackend {
         } catch {
             // BlueZ may have registered the advertisement although its answer did not reach us (the
             // task was cancelled while waiting): unregister it, from a task that is not cancelled.
-            let (system, adapter) = (self.system, self.path)
-            await Task.detached {
-                _ = try? await system.call(
-                    adapter, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement", [.objectPath(path)])
-            }.value
+            await system.callEvenIfCancelled(
+                self.path, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement", [.objectPath(path)])
             await connection.unexport(path)
             throw (error as? BluetoothError).map(Self.explain) ?? error
         }

@@ -32,11 +32,9 @@ enum BlueZAgent {
         } catch {
             result = .failure(error)
         }
-        let system = system
-        await Task.detached {
-            _ = try? await system.call("/org/bluez", "org.bluez.AgentManager1", "UnregisterAgent", [.objectPath(path)])
-            await system.connection.unexport(path)
-        }.value
+        await system.callEvenIfCancelled(
+            "/org/bluez", "org.bluez.AgentManager1", "UnregisterAgent", [.objectPath(path)])
+        await system.connection.unexport(path)
         return try result.get()
     }
 

@@ -66,11 +66,8 @@ final class BlueZGATTApplication: GATTServerBackend {
         } catch {
             // BlueZ may have registered the application although its answer did not reach us (the
             // task was cancelled while waiting): unregister it, from a task that is not cancelled.
-            let (system, adapter, root) = (self.system, self.adapter, self.root)
-            await Task.detached {
-                _ = try? await system.call(
-                    adapter, "org.bluez.GattManager1", "UnregisterApplication", [.objectPath(root)])
-            }.value
+            await system.callEvenIfCancelled(
+                adapter, "org.bluez.GattManager1", "UnregisterApplication", [.objectPath(root)])
             await unexportAll()
             throw error
         }

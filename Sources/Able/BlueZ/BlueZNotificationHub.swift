@@ -87,9 +87,7 @@ final class BlueZNotificationHub: Sendable {
                 // BlueZ may have started notifying although the answer never reached us (the task
                 // was cancelled while waiting, or the call timed out): stop it, from a task that
                 // is not cancelled. Refused StartNotify calls make this a harmless error.
-                await Task.detached {
-                    _ = try? await system.call(characteristic, BlueZPeripheralBackend.characteristic, "StopNotify")
-                }.value
+                await system.callEvenIfCancelled(characteristic, BlueZPeripheralBackend.characteristic, "StopNotify")
                 throw error
             }
             let watcher = Task { [changes = system.tree.changes()] in

@@ -242,15 +242,9 @@ final class BlueZObjectTree: Sendable {
                 guard signal.arguments.count == 2 else { return nil }
                 return .interfacesRemoved(try signal.arguments[0].decode(), try signal.arguments[1].decode())
             case ("org.freedesktop.DBus.Properties", "PropertiesChanged"):
+                // (A change of nothing but a characteristic's value never gets here: the
+                // subscription skips it before decoding.)
                 guard signal.arguments.count == 3 else { return nil }
-                // Notified values are the notification streams' business, and by far the most
-                // frequent signal: the tree keeps no characteristic values.
-                if case .string("org.bluez.GattCharacteristic1") = signal.arguments[0],
-                    case .dictionary(_, _, let entries) = signal.arguments[1],
-                    entries.allSatisfy({ $0.key == .string("Value") })
-                {
-                    return nil
-                }
                 return .propertiesChanged(
                     signal.path, interface: try signal.arguments[0].decode(), changed: try signal.arguments[1].decode(),
                     invalidated: try signal.arguments[2].decode())

@@ -39,9 +39,7 @@ struct BlueZPeripheralBackend: PeripheralBackend {
             }
         } catch {
             // Stop BlueZ from trying (or drop a half-made link), even from a cancelled task.
-            let system = self.system
-            let path = self.path
-            await Task.detached { _ = try? await system.call(path, Self.device, "Disconnect") }.value
+            await system.callEvenIfCancelled(path, Self.device, "Disconnect")
             throw error
         }
     }
@@ -84,7 +82,7 @@ struct BlueZPeripheralBackend: PeripheralBackend {
                 }
             } catch {
                 if error is CancellationError || (error as? BluetoothError)?.code == .timeout {
-                    await Task.detached { _ = try? await system.call(path, Self.device, "CancelPairing") }.value
+                    await system.callEvenIfCancelled(path, Self.device, "CancelPairing")
                 }
                 throw error
             }

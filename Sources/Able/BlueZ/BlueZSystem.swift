@@ -54,6 +54,15 @@ package final class BlueZSystem: Sendable {
         }
     }
 
+    /// Calls a BlueZ method from a task of its own, which the caller's cancellation does not
+    /// reach, and waits for it; the answer, error or not, is dropped. For undoing in BlueZ what a
+    /// cancelled or failed operation may have started there (`Disconnect`, `StopNotify`, …).
+    func callEvenIfCancelled(
+        _ path: DBusObjectPath, _ interface: String, _ method: String, _ arguments: [DBusValue] = []
+    ) async {
+        await Task.detached { [self] in _ = try? await call(path, interface, method, arguments) }.value
+    }
+
     func setProperty(_ path: DBusObjectPath, _ interface: String, _ name: String, _ value: DBusValue) async throws {
         _ = try await call(
             path, "org.freedesktop.DBus.Properties", "Set", [.string(interface), .string(name), .variant(value)])

@@ -426,18 +426,14 @@ final class ConnectionCore: @unchecked Sendable {
 
     // MARK: - Receiving
 
+    /// What `dbus_connection_dispatch` hands over: method calls (signals never get there, as
+    /// ``dispatchAll()`` routes them itself; replies are libdbus's to match with pending calls).
     private func filter(_ message: OpaquePointer) -> DBusHandlerResult {
-        switch dbus_message_get_type(message) {
-        case ABLE_DBUS_MESSAGE_TYPE_SIGNAL:
-            routeSignal(message)
-            // Nothing else wants signals: spare libdbus its object-path dispatch.
-            return DBUS_HANDLER_RESULT_HANDLED
-        case ABLE_DBUS_MESSAGE_TYPE_METHOD_CALL:
-            handleMethodCall(message)
-            return DBUS_HANDLER_RESULT_HANDLED
-        default:
+        guard dbus_message_get_type(message) == ABLE_DBUS_MESSAGE_TYPE_METHOD_CALL else {
             return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
         }
+        handleMethodCall(message)
+        return DBUS_HANDLER_RESULT_HANDLED
     }
 
     private func routeSignal(_ message: OpaquePointer) {

@@ -38,6 +38,38 @@ package struct DBusSignalView {
     package func changedByteArray(
         named name: String, of interface: String
     ) throws(DBusError) -> (bytes: [UInt8]?, isOnlyChange: Bool)? {
+        var bytes: [UInt8]?
+        var isOnlyChange = true
+        let member = member
+        let walked = try forEachChange(of: interface) { (key, entry) throws(DBusError) in
+            if name.withCString({ strcmp($0, key) == 0 }) {
+                bytes = try Self.byteArray(after: &entry, named: name, in: member)
+            } else {
+                isOnlyChange = false
+            }
+            return true
+        }
+        return walked == nil ? nil : (bytes, isOnlyChange)
+    }
+
+    /// Whether this is a `PropertiesChanged(s, a{sv}, as)` signal of `interface` whose changed
+    /// properties are all named `name` (a notified characteristic value, say), read in place.
+    package func changesOnly(property name: String, of interface: String) -> Bool {
+        let walked = try? forEachChange(of: interface) { key, _ in name.withCString { strcmp($0, key) == 0 } }
+        return walked == true
+    }
+
+    /// Walks the changed properties of a `PropertiesChanged(s, a{sv}, as)` signal of `interface`,
+    /// handing `visit` each one's name and the iterator at it, while `visit` returns `true`.
+    /// Returns whether it visited them all; `nil` when the signal is not a `PropertiesChanged` of
+    /// `interface`.
+    ///
+    /// - Throws: ``DBusError`` (``DBusError/Name/invalidArgs``) when the signal does not have
+    ///   that shape, or what `visit` throws.
+    private func forEachChange(
+        of interface: String,
+        _ visit: (_ name: UnsafePointer<CChar>, _ entry: inout DBusMessageIter) throws(DBusError) -> Bool
+    ) throws(DBusError) -> Bool? {
         guard member == "PropertiesChanged", self.interface == "org.freedesktop.DBus.Properties" else { return nil }
         var arguments = DBusMessageIter()
         var changedInterface: UnsafePointer<CChar>?
@@ -52,8 +84,6 @@ package struct DBusSignalView {
         else { throw DBusError(.invalidArgs, "\(member) is not PropertiesChanged(s, a{sv}, as)") }
         var changed = DBusMessageIter()
         dbus_message_iter_recurse(&arguments, &changed)
-        var bytes: [UInt8]?
-        var isOnlyChange = true
         while dbus_message_iter_get_arg_type(&changed) == ABLE_DBUS_TYPE_DICT_ENTRY {
             var entry = DBusMessageIter()
             dbus_message_iter_recurse(&changed, &entry)
@@ -62,18 +92,17 @@ package struct DBusSignalView {
                 throw DBusError(.invalidArgs, "\(member): a changed property's name is not a string")
             }
             dbus_message_iter_get_basic(&entry, &key)
-            if let key, name.withCString({ strcmp($0, key) == 0 }) {
-                bytes = try byteArray(after: &entry, named: name)
-            } else {
-                isOnlyChange = false
-            }
+            guard let key else { throw DBusError(.invalidArgs, "\(member): a changed property has no name") }
+            guard try visit(key, &entry) else { return false }
             dbus_message_iter_next(&changed)
         }
-        return (bytes, isOnlyChange)
+        return true
     }
 
     /// The `ay` in the variant that follows a dictionary entry's key.
-    private func byteArray(after entry: inout DBusMessageIter, named name: String) throws(DBusError) -> [UInt8] {
+    private static func byteArray(
+        after entry: inout DBusMessageIter, named name: String, in member: String
+    ) throws(DBusError) -> [UInt8] {
         var variant = DBusMessageIter()
         guard dbus_message_iter_next(&entry) != 0, dbus_message_iter_get_arg_type(&entry) == ABLE_DBUS_TYPE_VARIANT
         else { throw DBusError(.invalidArgs, "\(member): \(name) has no value") }
@@ -89,37 +118,6 @@ package struct DBusSignalView {
         dbus_message_iter_get_fixed_array(&bytes, &pointer, &count)
         guard let pointer, count > 0 else { return [] }
         return Array(UnsafeRawBufferPointer(start: pointer, count: Int(count)))
-    }
-
-    /// Whether this is a `PropertiesChanged(s, a{sv}, as)` signal of `interface` whose changed
-    /// properties are all named `name` (a notified characteristic value, say), read in place.
-    package func changesOnly(property name: String, of interface: String) -> Bool {
-        guard member == "PropertiesChanged", self.interface == "org.freedesktop.DBus.Properties" else { return false }
-        var arguments = DBusMessageIter()
-        var changedInterface: UnsafePointer<CChar>?
-        guard dbus_message_iter_init(message, &arguments) != 0,
-            dbus_message_iter_get_arg_type(&arguments) == ABLE_DBUS_TYPE_STRING
-        else { return false }
-        dbus_message_iter_get_basic(&arguments, &changedInterface)
-        guard let changedInterface, interface.withCString({ strcmp($0, changedInterface) == 0 }),
-            dbus_message_iter_next(&arguments) != 0,
-            dbus_message_iter_get_arg_type(&arguments) == ABLE_DBUS_TYPE_ARRAY,
-            dbus_message_iter_get_element_type(&arguments) == ABLE_DBUS_TYPE_DICT_ENTRY
-        else { return false }
-        var changed = DBusMessageIter()
-        dbus_message_iter_recurse(&arguments, &changed)
-        return name.withCString { name in
-            while dbus_message_iter_get_arg_type(&changed) == ABLE_DBUS_TYPE_DICT_ENTRY {
-                var entry = DBusMessageIter()
-                var key: UnsafePointer<CChar>?
-                dbus_message_iter_recurse(&changed, &entry)
-                guard dbus_message_iter_get_arg_type(&entry) == ABLE_DBUS_TYPE_STRING else { return false }
-                dbus_message_iter_get_basic(&entry, &key)
-                guard let key, strcmp(key, name) == 0 else { return false }
-                dbus_message_iter_next(&changed)
-            }
-            return true
-        }
     }
 
     /// Argument `index` when it is a string, read without decoding the others.
