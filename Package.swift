@@ -4,7 +4,8 @@ import PackageDescription
 let package = Package(
     name: "Able",
     products: [
-        .library(name: "Able", targets: ["Able"]),
+        // Users import Able; the product brings the BlueZ backend that Adapter.default() finds.
+        .library(name: "Able", targets: ["Able", "AbleBlueZ"]),
         .library(name: "AbleDBus", targets: ["AbleDBus"]),
         .executable(name: "able", targets: ["able"]),
         .library(name: "AbleSimulator", targets: ["AbleSimulator"]),
@@ -20,26 +21,32 @@ let package = Package(
             pkgConfig: "bluez",
             providers: [.apt(["libbluetooth-dev"])]
         ),
-        .target(name: "AbleDBus", dependencies: ["CDBus"]),
-        .target(name: "Able", dependencies: ["AbleDBus", "CBluetooth"]),
-        .target(name: "AbleCommand", dependencies: ["Able", "AbleSimulator"]),
-        .executableTarget(name: "able", dependencies: ["AbleCommand"]),
+        .target(name: "AbleStreams"),
+        .target(name: "AbleDBus", dependencies: ["AbleStreams", "CDBus"]),
+        .target(name: "Able", dependencies: ["AbleStreams"]),
+        .target(name: "AbleBlueZ", dependencies: ["Able", "AbleDBus", "CBluetooth"]),
         .target(name: "AbleSimulator", dependencies: ["Able"]),
+        .target(name: "AbleCommand", dependencies: ["Able", "AbleBlueZ", "AbleSimulator"]),
+        .executableTarget(name: "able", dependencies: ["AbleCommand"]),
         .executableTarget(
             name: "AbleBenchmarks",
-            dependencies: ["Able", "AbleDBus", "AbleSimulator"],
+            dependencies: ["Able", "AbleBlueZ", "AbleDBus", "AbleSimulator"],
             path: "Benchmarks/AbleBenchmarks"
         ),
         .target(name: "AbleTestSupport", dependencies: ["AbleDBus"], path: "Tests/Support"),
         .target(name: "AbleScenarios", dependencies: ["Able"], path: "Tests/Scenarios"),
         .testTarget(name: "AbleDBusTests", dependencies: ["AbleDBus", "AbleTestSupport"]),
-        .testTarget(name: "AbleTests", dependencies: ["Able", "AbleDBus", "AbleScenarios", "AbleTestSupport"]),
+        .testTarget(name: "AbleStreamsTests", dependencies: ["AbleStreams", "AbleTestSupport"]),
+        .testTarget(name: "AbleTests", dependencies: ["Able", "AbleTestSupport"]),
+        .testTarget(
+            name: "AbleBlueZTests",
+            dependencies: ["Able", "AbleBlueZ", "AbleDBus", "CBluetooth", "AbleScenarios", "AbleTestSupport"]),
         .testTarget(
             name: "AbleCommandTests", dependencies: ["AbleCommand", "Able", "AbleSimulator", "AbleTestSupport"]),
         .testTarget(
             name: "AbleSimulatorTests", dependencies: ["Able", "AbleSimulator", "AbleScenarios", "AbleTestSupport"]),
         .testTarget(
-            name: "RealBlueZTests", dependencies: ["Able", "AbleDBus", "AbleScenarios"], exclude: ["Fixtures"]),
+            name: "RealBlueZTests", dependencies: ["Able", "AbleBlueZ", "AbleDBus", "AbleScenarios"], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import Able
+import AbleBlueZ
 import AbleDBus
 
 /// What `Benchmarks/C/fake-bluez.c` exports: an adapter, a connected peripheral, one of its

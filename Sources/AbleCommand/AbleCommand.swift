@@ -116,7 +116,7 @@ public enum AbleCommand {
 
     static func describe(_ error: BluetoothError) -> String {
         var text = "\(error.message) [\(error.code)]"
-        if let bluezName = error.bluezName { text += " (\(bluezName))" }
+        if let errorName = error.errorName { text += " (\(errorName))" }
         return text
     }
 }

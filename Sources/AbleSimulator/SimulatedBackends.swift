@@ -44,7 +44,7 @@ struct SimulatedAdapterBackend: AdapterBackend {
         let (id, devices) = try radio.state.withLock { state in
             guard state.adapters[address]?.isPowered == true else {
                 throw BluetoothError(
-                    .notReady, message: "\(name) is powered off", bluezName: "org.bluez.Error.NotReady")
+                    .notReady, message: "\(name) is powered off", errorName: "org.bluez.Error.NotReady")
             }
             let id = state.makeID()
             state.scans[id] = RadioState.Scan(adapter: address, filter: filter, continuation: continuation)

@@ -39,13 +39,13 @@ public final class SimulatedPeripheral: Sendable {
     /// Why a simulated connection attempt fails, as BlueZ words it.
     public struct ConnectionFailure: Sendable, Hashable {
         /// BlueZ's error name, such as `org.bluez.Error.Failed`.
-        public var bluezName: String
+        public var errorName: String
         /// BlueZ's message, such as `le-connection-abort-by-local`.
         public var message: String
 
         /// A failure with BlueZ's error name and message.
-        public init(bluezName: String, message: String) {
-            self.bluezName = bluezName
+        public init(errorName: String, message: String) {
+            self.errorName = errorName
             self.message = message
         }
 
@@ -53,15 +53,15 @@ public final class SimulatedPeripheral: Sendable {
         /// (BlueZ's most common connection failure, often from a peripheral that stopped
         /// advertising).
         public static let leConnectionAbortByLocal = ConnectionFailure(
-            bluezName: "org.bluez.Error.Failed", message: "le-connection-abort-by-local")
+            errorName: "org.bluez.Error.Failed", message: "le-connection-abort-by-local")
 
         /// `org.bluez.Error.InProgress`: another connection attempt to the device is under way.
         public static let inProgress = ConnectionFailure(
-            bluezName: "org.bluez.Error.InProgress", message: "In Progress")
+            errorName: "org.bluez.Error.InProgress", message: "In Progress")
 
         /// `org.bluez.Error.Failed` with `Software caused connection abort`.
         public static let softwareAbort = ConnectionFailure(
-            bluezName: "org.bluez.Error.Failed", message: "Software caused connection abort")
+            errorName: "org.bluez.Error.Failed", message: "Software caused connection abort")
     }
 
     let radio: SimulatedRadio
@@ -105,13 +105,13 @@ public final class SimulatedPeripheral: Sendable {
 
     /// Makes the next connection attempt fail with BlueZ's error name and message, for example
     /// `("org.bluez.Error.Failed", "le-connection-abort-by-local")` or `("org.bluez.Error.InProgress", "")`.
-    public func failNextConnection(bluezName: String, message: String) {
-        failNextConnection(ConnectionFailure(bluezName: bluezName, message: message))
+    public func failNextConnection(errorName: String, message: String) {
+        failNextConnection(ConnectionFailure(errorName: errorName, message: message))
     }
 
     /// Makes the next connection attempt fail, after the connection time, as BlueZ reports it.
     public func failNextConnection(_ failure: ConnectionFailure) {
-        radio.state.withLock { $0.devices[address]?.connectFailure = (failure.bluezName, failure.message) }
+        radio.state.withLock { $0.devices[address]?.connectFailure = (failure.errorName, failure.message) }
     }
 
     /// Makes connections come up without their services ever being resolved, so that

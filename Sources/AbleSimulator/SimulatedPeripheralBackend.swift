@@ -22,7 +22,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
         let timing = try radio.state.withLock { state in
             guard state.adapters[central]?.isPowered == true else {
                 throw BluetoothError(
-                    .notReady, message: "the adapter is powered off", bluezName: "org.bluez.Error.NotReady")
+                    .notReady, message: "the adapter is powered off", errorName: "org.bluez.Error.NotReady")
             }
             guard let device = state.devices[address], device.isInRange,
                 device.isAdvertising || device.advertisement == nil
@@ -131,18 +131,18 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
                             + characteristic.descriptors.enumerated().map { descriptorIndex, descriptor in
                                 GATTDescriptor(
                                     uuid: descriptor.uuid, characteristicUUID: characteristic.uuid,
-                                    handle: AttributeID(
+                                    id: AttributeID(
                                         service: serviceIndex, characteristic: index, descriptor: descriptorIndex
                                     )
-                                    .handle)
-                            }, handle: id.handle)
-                }, handle: "\(serviceIndex)")
+                                    .remote)
+                            }, id: id.remote)
+                }, id: RemoteAttributeID([UInt16(serviceIndex)]))
         }
     }
 
     func read(_ characteristic: GATTCharacteristic, offset: Int) async throws -> [UInt8] {
         try await attribute { try await $0.read($1, central: Central(address: central), offset: offset, mtu: mtu) }(
-            characteristic.handle)
+            characteristic.id)
     }
 
     func write(_ value: [UInt8], to characteristic: GATTCharacteristic, type: WriteType) async throws {
@@ -150,39 +150,39 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             try await $0.write(
                 $1, value: value, offset: 0, kind: type == .withResponse ? .request : .command,
                 central: Central(address: central), mtu: mtu)
-        }(characteristic.handle)
+        }(characteristic.id)
     }
 
     func read(_ descriptor: GATTDescriptor) async throws -> [UInt8] {
-        if let characteristic = AttributeID(cccdHandle: descriptor.handle) {
+        if let characteristic = AttributeID(cccdOf: descriptor.id) {
             _ = try core()
             let key = RadioState.SubscriptionKey(central: central, peripheral: address, attribute: characteristic)
             let subscribed = radio.state.withLock { $0.subscriptions[key]?.isEmpty == false }
             return [subscribed ? 0x01 : 0x00, 0x00]
         }
         return try await attribute { try await $0.read($1, central: Central(address: central), offset: 0, mtu: mtu) }(
-            descriptor.handle)
+            descriptor.id)
     }
 
     func write(_ value: [UInt8], to descriptor: GATTDescriptor) async throws {
-        if AttributeID(cccdHandle: descriptor.handle) != nil {
+        if AttributeID(cccdOf: descriptor.id) != nil {
             // BlueZ keeps the Client Characteristic Configuration to itself: subscribe instead.
             throw BluetoothError.fromBlueZ(name: "org.bluez.Error.NotPermitted", message: "Write not permitted")
         }
         try await attribute {
             try await $0.write(
                 $1, value: value, offset: 0, kind: .request, central: Central(address: central), mtu: mtu)
-        }(descriptor.handle)
+        }(descriptor.id)
     }
 
     /// Runs an ATT operation on the attribute a handle names, with the errors BlueZ would give.
     private func attribute<T: Sendable>(
         _ operation: @escaping @Sendable (GATTServerCore, AttributeID) async throws -> T
-    ) -> @Sendable (String) async throws -> T {
-        { [radio, central, address] handle in
+    ) -> @Sendable (RemoteAttributeID) async throws -> T {
+        { [radio, central, address] remote in
             let core = try core()
-            guard let id = AttributeID(handle: handle) else {
-                throw BluetoothError(.doesNotExist, message: "no attribute \(handle)")
+            guard let id = AttributeID(remote: remote) else {
+                throw BluetoothError(.doesNotExist, message: "no attribute \(remote)")
             }
             radio.clock.noteActivity()
             let (dropLink, injected) = radio.state.withLock { state -> (Bool, ATTError?) in
@@ -222,8 +222,8 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
         async throws
     {
         let core = try core()
-        guard let id = AttributeID(handle: characteristic.handle) else {
-            throw BluetoothError(.doesNotExist, message: "no attribute \(characteristic.handle)")
+        guard let id = AttributeID(remote: characteristic.id) else {
+            throw BluetoothError(.doesNotExist, message: "no attribute \(characteristic.id)")
         }
         let key = RadioState.SubscriptionKey(central: central, peripheral: address, attribute: id)
         let (subscriptionID, first, events) = radio.state.withLock { state in
@@ -254,7 +254,7 @@ private func cccd(of characteristic: Characteristic, _ id: AttributeID) -> [GATT
     return [
         GATTDescriptor(
             uuid: .clientCharacteristicConfiguration, characteristicUUID: characteristic.uuid,
-            handle: id.handle + ".cccd")
+            id: RemoteAttributeID(id.remote.components + [AttributeID.cccdComponent]))
     ]
 }
 
@@ -286,18 +286,24 @@ extension String {
 }
 
 extension AttributeID {
-    /// The characteristic whose Client Characteristic Configuration `handle` names.
-    init?(cccdHandle handle: String) {
-        guard handle.hasSuffix(".cccd") else { return nil }
-        self.init(handle: String(handle.dropLast(5)))
+    /// The last component of a Client Characteristic Configuration's identity, after its
+    /// characteristic's: the simulator serves no descriptor at that index.
+    static let cccdComponent = UInt16.max
+
+    /// The characteristic whose Client Characteristic Configuration `remote` names.
+    init?(cccdOf remote: RemoteAttributeID) {
+        guard remote.components.count == 3, remote.components[2] == Self.cccdComponent else { return nil }
+        self.init(remote: RemoteAttributeID(Array(remote.components.prefix(2))))
     }
 
-    /// The opaque handle a simulated attribute is known by.
-    var handle: String { "\(service).\(characteristic)" + (descriptor.map { ".\($0)" } ?? "") }
+    /// The identity a central's view of a simulated attribute carries: its indices.
+    var remote: RemoteAttributeID {
+        RemoteAttributeID(([service, characteristic] + (descriptor.map { [$0] } ?? [])).map { UInt16($0) })
+    }
 
-    init?(handle: String) {
-        let parts = handle.split(separator: ".").compactMap { Int($0) }
-        guard parts.count == 2 || parts.count == 3 else { return nil }
+    init?(remote: RemoteAttributeID) {
+        let parts = remote.components.map(Int.init)
+        guard parts.count == 2 || (parts.count == 3 && parts[2] != Int(Self.cccdComponent)) else { return nil }
         self.init(service: parts[0], characteristic: parts[1], descriptor: parts.count == 3 ? parts[2] : nil)
     }
 }

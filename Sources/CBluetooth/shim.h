@@ -18,7 +18,5 @@ static const int ABLE_BT_SNDMTU = BT_SNDMTU;
 static const int ABLE_BT_RCVMTU = BT_RCVMTU;
 static const int ABLE_BDADDR_LE_PUBLIC = BDADDR_LE_PUBLIC;
 static const int ABLE_BDADDR_LE_RANDOM = BDADDR_LE_RANDOM;
-static const int ABLE_SOL_L2CAP = SOL_L2CAP;
-static const int ABLE_L2CAP_OPTIONS = L2CAP_OPTIONS;
 
 #endif

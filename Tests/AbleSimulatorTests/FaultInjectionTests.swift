@@ -48,7 +48,7 @@ struct FaultInjectionTests {
         peripheral.failNextConnection(failure)
         let error = await #expect(throws: BluetoothError.self) { try await device.connect() }
         #expect(error?.code == code)
-        #expect(error?.bluezName == failure.bluezName)
+        #expect(error?.errorName == failure.errorName)
         #expect(error?.message == failure.message)
         #expect(!peripheral.isConnected)
         try await device.connect()

@@ -99,7 +99,7 @@ struct SimulatorTests {
         let peripheral = seedPeripheral(on: radio)
         let adapter = radio.makeAdapter()
         let device = await adapter.peripheral(address: Self.peripheralAddress)
-        peripheral.failNextConnection(bluezName: "org.bluez.Error.Failed", message: "le-connection-abort-by-local")
+        peripheral.failNextConnection(errorName: "org.bluez.Error.Failed", message: "le-connection-abort-by-local")
         let error = await #expect(throws: BluetoothError.self) { try await device.connect() }
         #expect(error?.message == "le-connection-abort-by-local")
         try await device.connect()

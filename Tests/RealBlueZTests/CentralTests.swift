@@ -97,7 +97,7 @@ extension RealBlueZ {
                     let read = try #require(readError as? BluetoothError, "\(String(describing: readError))")
                     #expect(read.code == .attError, "\(read.debugDescription)")
                     #expect(read.attError == ATTError.application(0x80), "\(read.debugDescription)")
-                    #expect(read.bluezName == "org.bluez.Error.Failed", "\(read.debugDescription)")
+                    #expect(read.errorName == "org.bluez.Error.Failed", "\(read.debugDescription)")
 
                     let writeError = await failure {
                         try await peripheral.write([1], to: CharacteristicID(uuids.failing, service: uuids.service))
@@ -115,7 +115,7 @@ extension RealBlueZ {
                         let notPermitted = try #require(error as? BluetoothError, "\(String(describing: error))")
                         #expect(notPermitted.code == .notPermitted, "\(notPermitted.debugDescription)")
                         #expect(notPermitted.attError == .readNotPermitted, "\(notPermitted.debugDescription)")
-                        #expect(notPermitted.bluezName == "org.bluez.Error.NotPermitted")
+                        #expect(notPermitted.errorName == "org.bluez.Error.NotPermitted")
                     }
                     // The link survives errors.
                     #expect(await peripheral.isConnected)

@@ -1,8 +1,9 @@
+import Able
 import AbleDBus
 import Foundation
 import Testing
 
-@testable import Able
+@testable import AbleBlueZ
 
 extension RealBlueZ {
     /// Able's `GATTServer` and advertisement on hci1 against a central Able did not write: the

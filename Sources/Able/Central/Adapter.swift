@@ -1,5 +1,3 @@
-import AbleDBus
-
 /// A local Bluetooth adapter: its state, its power, and the stream of its changes.
 ///
 /// Obtain the system's default adapter with ``default()`` or one by name with ``named(_:)``.
@@ -60,7 +58,7 @@ public actor Adapter {
         }
     }
 
-    let backend: any AdapterBackend
+    package let backend: any AdapterBackend
 
     /// The adapter's name, such as `hci0`.
     public nonisolated let name: String
@@ -75,7 +73,7 @@ public actor Adapter {
     /// - Throws: ``BluetoothError`` with ``BluetoothError/Code/daemonUnavailable`` when BlueZ is not
     ///   running, ``BluetoothError/Code/notAvailable`` when it has no adapter.
     public static func `default`() async throws -> Adapter {
-        Adapter(backend: try await BlueZAdapterBackend.open(name: nil, system: BlueZSystem.shared()))
+        try await systemAdapter(named: nil)
     }
 
     /// The adapter with the given name, such as `hci1`.
@@ -83,13 +81,7 @@ public actor Adapter {
     /// - Throws: ``BluetoothError`` with ``BluetoothError/Code/doesNotExist`` when there is no such
     ///   adapter, ``BluetoothError/Code/daemonUnavailable`` when BlueZ is not running.
     public static func named(_ name: String) async throws -> Adapter {
-        Adapter(backend: try await BlueZAdapterBackend.open(name: name, system: BlueZSystem.shared()))
-    }
-
-    /// The adapter `name` of a BlueZ reached through `connection` rather than the system bus:
-    /// for benchmarks and tests that run a BlueZ stand-in on a private bus.
-    package static func bluez(named name: String, on connection: DBusConnection) async throws -> Adapter {
-        Adapter(backend: try await BlueZAdapterBackend.open(name: name, system: BlueZSystem.open(on: connection)))
+        try await systemAdapter(named: name)
     }
 
     /// The adapter's state now.

@@ -6,13 +6,13 @@ public struct GATTService: Sendable, Hashable, CustomStringConvertible {
     public var isPrimary: Bool
     /// Its characteristics.
     public var characteristics: [GATTCharacteristic]
-    package let handle: String
+    package let id: RemoteAttributeID
 
-    package init(uuid: BluetoothUUID, isPrimary: Bool, characteristics: [GATTCharacteristic], handle: String) {
+    package init(uuid: BluetoothUUID, isPrimary: Bool, characteristics: [GATTCharacteristic], id: RemoteAttributeID) {
         self.uuid = uuid
         self.isPrimary = isPrimary
         self.characteristics = characteristics
-        self.handle = handle
+        self.id = id
     }
 
     public var description: String { "service \(uuid) (\(characteristics.count) characteristics)" }
@@ -28,17 +28,17 @@ public struct GATTCharacteristic: Sendable, Hashable, CustomStringConvertible {
     public var properties: CharacteristicProperties
     /// Its descriptors.
     public var descriptors: [GATTDescriptor]
-    package let handle: String
+    package let id: RemoteAttributeID
 
     package init(
         uuid: BluetoothUUID, serviceUUID: BluetoothUUID, properties: CharacteristicProperties,
-        descriptors: [GATTDescriptor], handle: String
+        descriptors: [GATTDescriptor], id: RemoteAttributeID
     ) {
         self.uuid = uuid
         self.serviceUUID = serviceUUID
         self.properties = properties
         self.descriptors = descriptors
-        self.handle = handle
+        self.id = id
     }
 
     public var description: String { "characteristic \(uuid) \(properties)" }
@@ -50,12 +50,12 @@ public struct GATTDescriptor: Sendable, Hashable, CustomStringConvertible {
     public var uuid: BluetoothUUID
     /// The UUID of its characteristic.
     public var characteristicUUID: BluetoothUUID
-    package let handle: String
+    package let id: RemoteAttributeID
 
-    package init(uuid: BluetoothUUID, characteristicUUID: BluetoothUUID, handle: String) {
+    package init(uuid: BluetoothUUID, characteristicUUID: BluetoothUUID, id: RemoteAttributeID) {
         self.uuid = uuid
         self.characteristicUUID = characteristicUUID
-        self.handle = handle
+        self.id = id
     }
 
     public var description: String { "descriptor \(uuid)" }
@@ -67,4 +67,21 @@ public enum WriteType: Sendable, Hashable {
     case withResponse
     /// Write Command: no answer; at most ``Peripheral/maximumWriteLength(for:)`` bytes.
     case withoutResponse
+}
+
+/// Which attribute of a peripheral's database a discovered service, characteristic or descriptor
+/// is. Opaque to users: each backend fills it in and maps it back to its own attribute, BlueZ
+/// from the ATT handles that name its objects (`service000a/char000b/desc000d`), the simulator
+/// from the positions in the served definition.
+package struct RemoteAttributeID: Hashable, Sendable, CustomStringConvertible {
+    /// The attribute's path through the database: service, then characteristic, then descriptor.
+    package var components: [UInt16]
+
+    package init(_ components: [UInt16]) {
+        self.components = components
+    }
+
+    package var description: String {
+        components.map { Hex.format($0, digits: 4) }.joined(separator: "/")
+    }
 }

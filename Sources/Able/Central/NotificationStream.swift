@@ -1,4 +1,4 @@
-import AbleDBus
+import AbleStreams
 
 /// The values a characteristic notifies or indicates, for `for try await`.
 ///

@@ -1,4 +1,4 @@
-import AbleDBus
+import AbleStreams
 
 /// The devices a scan discovers, for `for try await`.
 ///

@@ -1,6 +1,6 @@
 extension Result where Failure == any Error {
     /// Captures the outcome of an async throwing body.
-    init(catching body: () async throws -> Success) async {
+    package init(catching body: () async throws -> Success) async {
         do {
             self = .success(try await body())
         } catch {

@@ -4,13 +4,15 @@ import Synchronization
 ///
 /// Actors interleave at every `await`; BlueZ answers `InProgress` to overlapping operations on
 /// one object, so the operations that must not overlap go through one of these.
-final class SerialTaskQueue: Sendable {
+package final class SerialTaskQueue: Sendable {
     private let tail = Mutex<Task<Void, Never>?>(nil)
+
+    package init() {}
 
     /// Runs `operation` after every operation submitted before it has finished.
     ///
     /// Cancelling the calling task cancels the operation (queued or running).
-    func run<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    package func run<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
         let task = tail.withLock { tail in
             let previous = tail
             let task = Task {
@@ -30,7 +32,7 @@ final class SerialTaskQueue: Sendable {
 
     /// Queues `operation` behind everything submitted before it, without waiting: for
     /// non-async contexts (termination handlers) whose work must keep its place in line.
-    func submit(_ operation: @escaping @Sendable () async -> Void) {
+    package func submit(_ operation: @escaping @Sendable () async -> Void) {
         tail.withLock { tail in
             let previous = tail
             tail = Task {
@@ -41,12 +43,12 @@ final class SerialTaskQueue: Sendable {
     }
 
     /// Waits until everything submitted so far has run.
-    func drain() async {
+    package func drain() async {
         _ = try? await run {}
     }
 
     /// Runs an operation that reports its own failure, whatever happens to the caller.
-    func runCatching(_ operation: @escaping @Sendable () async -> Result<Void, any Error>) async -> Result<
+    package func runCatching(_ operation: @escaping @Sendable () async -> Result<Void, any Error>) async -> Result<
         Void, any Error
     > {
         do {

@@ -16,7 +16,7 @@ package func withTimeLimit<T: Sendable>(
 
 /// Runs `operation`, throwing ``BluetoothError/Code/timeout`` when it takes longer than `timeout`;
 /// the operation is cancelled then.
-func withDeadline<T: Sendable>(
+package func withDeadline<T: Sendable>(
     _ timeout: Duration, what: String, _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     guard let value = try await withTimeLimit(timeout, operation) else {

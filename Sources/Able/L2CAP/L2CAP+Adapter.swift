@@ -23,9 +23,10 @@ extension Adapter {
     /// for try await channel in listener.channels { … }
     /// ```
     ///
-    /// On BlueZ this is ``L2CAPListener/init(psm:adapterAddress:security:receiveMTU:watermarks:backlog:)``
-    /// bound to this adapter's address; on a ``SimulatedRadio`` the channels run over
-    /// `AF_UNIX`/`SOCK_SEQPACKET` socketpairs through the same ``L2CAPChannel`` code.
+    /// On BlueZ the listener is a kernel L2CAP socket bound to this adapter's address (`socket`,
+    /// `bind`, `setsockopt(BT_SECURITY, BT_RCVMTU)`, `listen`, then `accept` for each peer); on
+    /// a simulated radio the channels run over `AF_UNIX`/`SOCK_SEQPACKET` socketpairs through the
+    /// same ``L2CAPChannel`` code.
     ///
     /// - Parameters:
     ///   - psm: The PSM to listen on: ``PSM/automatic`` for a free dynamic one (then read
@@ -34,9 +35,12 @@ extension Adapter {
     ///   - receiveMTU: The largest SDU accepted channels take (23 to 65,535), or `nil` for the
     ///     default.
     ///   - watermarks: The accepted channels' watermarks; see ``L2CAPPacketStream``.
-    /// - Throws: ``BluetoothError``: ``BluetoothError/Code/alreadyExists`` when the PSM is taken,
-    ///   ``BluetoothError/Code/notReady`` when the adapter is powered off or absent, and the
-    ///   errors of ``L2CAPListener/init(psm:adapterAddress:security:receiveMTU:watermarks:backlog:)``.
+    /// - Throws: ``BluetoothError``: ``BluetoothError/Code/alreadyExists`` when the PSM is taken
+    ///   (`EADDRINUSE`), ``BluetoothError/Code/notReady`` when the adapter is powered off or
+    ///   absent, ``BluetoothError/Code/notPermitted`` for a SIG-assigned PSM without
+    ///   `CAP_NET_BIND_SERVICE`, ``BluetoothError/Code/invalidArguments`` for an MTU out of range
+    ///   or a PSM outside the LE ranges, ``BluetoothError/Code/notSupported`` where the kernel has
+    ///   no Bluetooth.
     public func listenL2CAP(
         psm: PSM = .automatic,
         security: L2CAPChannel.SecurityLevel = .low,
@@ -57,9 +61,11 @@ extension Peripheral {
     /// try await channel.send(Array("hello".utf8))
     /// ```
     ///
-    /// On BlueZ this is ``L2CAPChannel/connect(to:type:psm:from:security:receiveMTU:watermarks:timeout:)``
-    /// from the peripheral's adapter, with the address type BlueZ knows for the peripheral; on a
-    /// ``SimulatedRadio`` it is a socketpair to the peripheral's listener.
+    /// On BlueZ this is a kernel L2CAP socket connected from the peripheral's adapter, with the
+    /// address type BlueZ knows for the peripheral (the kernel creates the LE link if there is
+    /// none, and raises its security first, pairing if needed); on a simulated radio it is a
+    /// socketpair to the peripheral's listener. On timeout or cancellation the socket is closed,
+    /// which makes the kernel stop connecting.
     ///
     /// - Parameters:
     ///   - psm: The peripheral's PSM, usually one it published.

@@ -1,5 +1,3 @@
-import CBluetooth
-
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -7,12 +5,13 @@ import CBluetooth
 /// An L2CAP connection-oriented channel: a reliable, ordered exchange of SDUs (packets) with one
 /// peer, over an LE credit-based connection.
 ///
-/// Get one by connecting to a peer's PSM with ``connect(to:type:psm:from:security:receiveMTU:watermarks:timeout:)``,
-/// or from an ``L2CAPListener`` that a peer connected to. Then send with ``send(_:)`` and
-/// receive from ``packets``:
+/// Get one by opening a channel to a peer's PSM with
+/// ``Peripheral/openL2CAPChannel(psm:security:receiveMTU:watermarks:timeout:)``, or from an
+/// ``L2CAPListener`` that a peer connected to. Then send with ``send(_:)`` and receive from
+/// ``packets``:
 ///
 /// ```swift
-/// let channel = try await L2CAPChannel.connect(to: "00:AA:01:01:00:01", type: .public, psm: psm)
+/// let channel = try await peripheral.openL2CAPChannel(psm: psm)
 /// try await channel.send(Array("ping".utf8))
 /// for try await packet in channel.packets {
 ///     print(packet)
@@ -24,8 +23,8 @@ import CBluetooth
 /// The kernel segments SDUs into LE frames and enforces the MTUs; ``sendMTU`` is the largest
 /// SDU the peer accepts, ``receiveMTU`` the largest it may send.
 ///
-/// The channel owns one nonblocking `AF_BLUETOOTH`/`SOCK_SEQPACKET`/`BTPROTO_L2CAP` socket,
-/// driven by dispatch sources on the channel's own serial queue, which is also the actor's
+/// The channel owns one nonblocking `SOCK_SEQPACKET` socket (on BlueZ an `AF_BLUETOOTH`/
+/// `BTPROTO_L2CAP` one, on the simulator an `AF_UNIX` one), driven by dispatch sources on the channel's own serial queue, which is also the actor's
 /// executor. Sending and receiving do not hop to the actor: they take a lock and call the socket
 /// from the caller's executor. An actor of yours that sends or receives a lot can share the
 /// channel's executor, so that a send or receive that had to wait resumes on the thread that
@@ -67,15 +66,16 @@ public actor L2CAPChannel {
     /// Whether ``peerAddress`` is public or random, when the channel runs over Bluetooth.
     public nonisolated let peerAddressType: BluetoothAddress.AddressType?
 
-    nonisolated let core: ChannelCore
+    package nonisolated let core: ChannelCore
 
     /// The channel's serial queue: its socket's dispatch sources run there too.
     public nonisolated var unownedExecutor: UnownedSerialExecutor {
         core.executor.asUnownedSerialExecutor()
     }
 
-    init(core: ChannelCore, peerAddress: BluetoothAddress? = nil, peerAddressType: BluetoothAddress.AddressType? = nil)
-    {
+    package init(
+        core: ChannelCore, peerAddress: BluetoothAddress? = nil, peerAddressType: BluetoothAddress.AddressType? = nil
+    ) {
         self.core = core
         self.sendMTU = core.sendMTU
         self.receiveMTU = core.receiveMTU

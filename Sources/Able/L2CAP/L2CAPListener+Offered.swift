@@ -1,5 +1,3 @@
-import CBluetooth
-
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -33,9 +31,13 @@ extension L2CAPListener {
             Glibc.close(socket)
             throw error
         }
+        // Nobody connects to the socket, so nothing is ever accepted to be described.
+        let setUp = AcceptedChannelSetUp(peerAddressSize: 0) { _, _, _ in
+            throw BluetoothError(.notSupported, message: "channels are offered to this listener, not accepted")
+        }
         let core = ListenerCore(
             socket: socket, operations: .system, executor: SocketQueue(label: "Able.L2CAPListener"),
-            watermarks: .default)
+            watermarks: .default, setUp: setUp)
         return (L2CAPListener(psm: psm, core: core), L2CAPChannelOffer(core: core, inode: status.st_ino))
     }
 }

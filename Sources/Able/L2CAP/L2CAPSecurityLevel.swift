@@ -1,5 +1,3 @@
-import CBluetooth
-
 extension L2CAPChannel {
     /// How well the link under a channel must be protected before the channel opens: the
     /// kernel's `BT_SECURITY` level.
@@ -20,19 +18,19 @@ extension L2CAPChannel {
         }
 
         /// No protection required (`BT_SECURITY_LOW`), the kernel's default.
-        public static let low = SecurityLevel(rawValue: UInt8(ABLE_BT_SECURITY_LOW))
+        public static let low = SecurityLevel(rawValue: 1)
 
         /// An encrypted link; a key from unauthenticated ("Just Works") pairing is enough
         /// (`BT_SECURITY_MEDIUM`).
-        public static let medium = SecurityLevel(rawValue: UInt8(ABLE_BT_SECURITY_MEDIUM))
+        public static let medium = SecurityLevel(rawValue: 2)
 
         /// An encrypted link with a key from authenticated pairing, protected against
         /// man-in-the-middle attacks (`BT_SECURITY_HIGH`).
-        public static let high = SecurityLevel(rawValue: UInt8(ABLE_BT_SECURITY_HIGH))
+        public static let high = SecurityLevel(rawValue: 3)
 
         /// An encrypted link with an authenticated LE Secure Connections key of 128 bits
         /// (`BT_SECURITY_FIPS`).
-        public static let fips = SecurityLevel(rawValue: UInt8(ABLE_BT_SECURITY_FIPS))
+        public static let fips = SecurityLevel(rawValue: 4)
 
         public static func < (lhs: SecurityLevel, rhs: SecurityLevel) -> Bool {
             lhs.rawValue < rhs.rawValue

@@ -96,6 +96,6 @@ public actor AdvertisingSet {
 package final class ReleaseFlag: Sendable {
     private let flag = LockedValue(false)
     package init() {}
-    var value: Bool { flag.value }
-    func set() { flag.value = true }
+    package var value: Bool { flag.value }
+    package func set() { flag.value = true }
 }

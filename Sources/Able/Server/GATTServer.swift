@@ -28,7 +28,7 @@ public actor GATTServer {
     }
 
     let core: GATTServerCore
-    let backend: any GATTServerBackend
+    package let backend: any GATTServerBackend
     private var state = State.open
     /// Which characteristics have subscribers, as the backend reports it.
     private let subscriptions = LockedValue<[AttributeID: Bool]>([:])

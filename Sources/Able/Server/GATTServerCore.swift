@@ -50,7 +50,7 @@ package final class GATTServerCore: Sendable {
         }
     }
 
-    func storedValue(_ id: AttributeID) -> [UInt8] { values.withLock { $0[id] ?? [] } }
+    package func storedValue(_ id: AttributeID) -> [UInt8] { values.withLock { $0[id] ?? [] } }
 
     package func store(_ value: [UInt8], for id: AttributeID) { values.withLock { $0[id] = value } }
 

@@ -39,20 +39,8 @@ public struct BluetoothAddress: Hashable, Comparable, Sendable {
         self.init(utf8: Array(string.utf8), separator: UInt8(ascii: ":"))
     }
 
-    /// Parses an address from the name BlueZ gives a device's object, such as `dev_00_AA_01_01_00_01`.
-    ///
-    /// BlueZ names each device object `/org/bluez/hciN/dev_XX_XX_XX_XX_XX_XX`; this is the last
-    /// component of that path.
-    ///
-    /// - Parameter bluezPathComponent: The component, with its `dev_` prefix.
-    /// - Returns: `nil` if `bluezPathComponent` is not in that form.
-    public init?(bluezPathComponent: some StringProtocol) {
-        let utf8 = Array(bluezPathComponent.utf8)
-        guard utf8.starts(with: "dev_".utf8) else { return nil }
-        self.init(utf8: utf8.dropFirst(4), separator: UInt8(ascii: "_"))
-    }
-
-    private init?(utf8: some Collection<UInt8>, separator: UInt8) {
+    /// Parses six pairs of hex digits with `separator` between each two.
+    package init?(utf8: some Collection<UInt8>, separator: UInt8) {
         // Six pairs of hex digits with a separator between each two: "XX?XX?XX?XX?XX?XX".
         guard utf8.count == 17 else { return nil }
         var value: UInt64 = 0
@@ -79,15 +67,8 @@ public struct BluetoothAddress: Hashable, Comparable, Sendable {
         bytes.reversed()
     }
 
-    /// The name BlueZ gives this device's object, such as `dev_00_AA_01_01_00_01`.
-    ///
-    /// BlueZ names each device object `/org/bluez/hciN/dev_XX_XX_XX_XX_XX_XX`; this is the last
-    /// component of that path.
-    public var bluezPathComponent: String {
-        "dev_" + format(separator: "_")
-    }
-
-    private func format(separator: String) -> String {
+    /// The six bytes as pairs of uppercase hex digits with `separator` between each two.
+    package func format(separator: String) -> String {
         bytes.map { Hex.format($0, digits: 2, uppercase: true) }.joined(separator: separator)
     }
 
@@ -147,23 +128,23 @@ extension BluetoothAddress {
     /// The raw values are those of BlueZ's `org.bluez.Device1.AddressType` property and of the
     /// `AddressType` key in its discovery and connection calls.
     public struct AddressType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        /// BlueZ's name for the address type.
+        /// The address type's name, as BlueZ spells it in `AddressType`.
         public let rawValue: String
 
-        /// Creates an address type from BlueZ's name for it.
+        /// Creates an address type from its name.
         ///
         /// - Parameter rawValue: The name, such as `public` or `random`.
         public init(rawValue: String) {
             self.rawValue = rawValue
         }
 
-        /// An IEEE-assigned public address (BlueZ `public`); BR/EDR devices also report this type.
+        /// An IEEE-assigned public address; BR/EDR devices also report this type.
         public static let `public` = AddressType(rawValue: "public")
 
         /// A random address, static or private (BlueZ `random`).
         public static let random = AddressType(rawValue: "random")
 
-        /// BlueZ's name for the address type.
+        /// The address type's name, such as `public`.
         public var description: String {
             rawValue
         }

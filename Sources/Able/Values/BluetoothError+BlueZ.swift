@@ -2,7 +2,7 @@ extension BluetoothError {
     /// Creates the error for an error reply from BlueZ, keeping its name and text.
     ///
     /// Every `org.bluez.Error.*` name that BlueZ 5.66 documents or sends maps to a code; an
-    /// unknown name maps to ``Code/failed``. The name is kept in ``bluezName`` and the text in
+    /// unknown name maps to ``Code/failed``. The name is kept in ``errorName`` and the text in
     /// ``message``. A few replies say more in their text, and get a more specific code or an
     /// ``attError``:
     ///
@@ -32,8 +32,8 @@ extension BluetoothError {
     ///   - cause: The underlying error, if any.
     ///   - file: The file that creates the error; leave the default.
     ///   - line: The line that creates the error; leave the default.
-    /// - Returns: The error, with ``bluezName`` set to `name`.
-    public static func fromBlueZ(
+    /// - Returns: The error, with ``errorName`` set to `name`.
+    package static func fromBlueZ(
         name: String,
         message: String,
         cause: (any Error)? = nil,
@@ -71,7 +71,7 @@ extension BluetoothError {
             code,
             message: message,
             cause: cause,
-            bluezName: name,
+            errorName: name,
             attError: attError,
             file: file,
             line: line

@@ -2,8 +2,8 @@
 ///
 /// Every error has a high-level ``code`` that says what kind of failure it is, a ``message``
 /// that says what happened, and, where one exists, the ``cause`` underneath. Errors that BlueZ
-/// reported keep its original `org.bluez.Error.*` name in ``bluezName`` and its text in
-/// ``message``; errors that carry an Attribute Protocol code have it in ``attError``.
+/// reported keep their original name (BlueZ's `org.bluez.Error.*`) in ``errorName`` and their
+/// text in ``message``; errors that carry an Attribute Protocol code have it in ``attError``.
 ///
 /// Match on the code, not on the message:
 ///
@@ -24,8 +24,10 @@ public struct BluetoothError: Error, Sendable {
     /// The underlying error that caused this one, if any.
     public var cause: (any Error)?
 
-    /// The `org.bluez.Error.*` name BlueZ replied with, if BlueZ reported this error.
-    public var bluezName: String?
+    /// The error name the Bluetooth daemon replied with, if it reported this error: on BlueZ
+    /// (and on the simulator, which imitates it) an `org.bluez.Error.*` name such as
+    /// `org.bluez.Error.Failed`.
+    public var errorName: String?
 
     /// The Attribute Protocol error behind this error, when it is known.
     ///
@@ -43,7 +45,8 @@ public struct BluetoothError: Error, Sendable {
     ///   - code: The kind of failure.
     ///   - message: What went wrong, for people.
     ///   - cause: The underlying error, if any.
-    ///   - bluezName: The `org.bluez.Error.*` name BlueZ replied with, if BlueZ reported the error.
+    ///   - errorName: The error name the Bluetooth daemon replied with, such as
+    ///     `org.bluez.Error.Failed`, if it reported the error.
     ///   - attError: The Attribute Protocol error behind the error, if known.
     ///   - file: The file that creates the error; leave the default.
     ///   - line: The line that creates the error; leave the default.
@@ -51,7 +54,7 @@ public struct BluetoothError: Error, Sendable {
         _ code: Code,
         message: String,
         cause: (any Error)? = nil,
-        bluezName: String? = nil,
+        errorName: String? = nil,
         attError: ATTError? = nil,
         file: String = #fileID,
         line: Int = #line
@@ -59,7 +62,7 @@ public struct BluetoothError: Error, Sendable {
         self.code = code
         self.message = message
         self.cause = cause
-        self.bluezName = bluezName
+        self.errorName = errorName
         self.attError = attError
         self.location = SourceLocation(file: file, line: line)
     }
@@ -207,8 +210,8 @@ extension BluetoothError: CustomDebugStringConvertible {
     /// Everything the error holds, including the BlueZ error name and where it was created.
     public var debugDescription: String {
         var text = "BluetoothError(\(code): \(String(reflecting: message))"
-        if let bluezName {
-            text += ", bluezName: \(bluezName)"
+        if let errorName {
+            text += ", errorName: \(errorName)"
         }
         if let attError {
             text += ", attError: \(attError)"

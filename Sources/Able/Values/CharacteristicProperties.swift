@@ -5,9 +5,7 @@
 /// Properties bits (Vol 3, Part G, 3.3.3.1), so ``reliableWrite`` is `0x0100`.
 ///
 /// Properties say what a client may attempt; ``AttributePermissions`` say what security the
-/// server demands for it. BlueZ folds both into one `Flags` string array on
-/// `org.bluez.GattCharacteristic1`; ``bluezFlags(permissions:)`` builds it and
-/// ``init(bluezFlags:)`` reads the properties back.
+/// server demands for it.
 public struct CharacteristicProperties: OptionSet, Hashable, Sendable {
     /// The properties byte in the low eight bits, the extended properties bits above it.
     public let rawValue: UInt16
@@ -46,12 +44,13 @@ public struct CharacteristicProperties: OptionSet, Hashable, Sendable {
     public static let writableAuxiliaries = CharacteristicProperties(rawValue: 0x0200)
 
     /// Every property that lets a client write the value.
-    static let writes: CharacteristicProperties = [
+    package static let writes: CharacteristicProperties = [
         .write, .writeWithoutResponse, .authenticatedSignedWrites, .reliableWrite,
     ]
 
-    /// Each property with its flag in BlueZ's `Flags` array, in the order BlueZ lists them.
-    static let bluezNames: [(property: CharacteristicProperties, flag: String)] = [
+    /// Each property with its name, in the order of their bits: the names BlueZ uses for its
+    /// `Flags` too.
+    package static let names: [(property: CharacteristicProperties, name: String)] = [
         (.broadcast, "broadcast"),
         (.read, "read"),
         (.writeWithoutResponse, "write-without-response"),
@@ -63,73 +62,16 @@ public struct CharacteristicProperties: OptionSet, Hashable, Sendable {
         (.reliableWrite, "reliable-write"),
         (.writableAuxiliaries, "writable-auxiliaries"),
     ]
-
-    /// Reads the properties from BlueZ's `Flags` of a characteristic, as BlueZ does.
-    ///
-    /// A security flag implies its property, as in BlueZ's `parse_chrc_flags`: `encrypt-read`
-    /// means ``read``, `secure-write` means ``write``, `encrypt-notify` means ``notify``. Any
-    /// extended property implies ``extendedProperties``. Flags that name no property, such as
-    /// `authorize`, and flags this version does not know are ignored; read them with
-    /// ``AttributePermissions/init(bluezFlags:)``.
-    ///
-    /// - Parameter bluezFlags: The `Flags` property of `org.bluez.GattCharacteristic1`.
-    public init(bluezFlags: some Sequence<String>) {
-        var properties: CharacteristicProperties = []
-        for flag in bluezFlags {
-            if let (property, _) = Self.bluezNames.first(where: { $0.flag == flag }) {
-                properties.insert(property)
-            } else if let security = AttributePermissions.securityFlags.first(where: { $0.flag == flag }) {
-                properties.insert(security.property)
-            }
-        }
-        if !properties.isDisjoint(with: [.reliableWrite, .writableAuxiliaries]) {
-            properties.insert(.extendedProperties)
-        }
-        self = properties
-    }
-
-    /// The properties as BlueZ lists them in the `Flags` of a remote characteristic.
-    public var bluezFlags: [String] {
-        Self.bluezNames.filter { contains($0.property) }.map(\.flag)
-    }
-
-    /// The `Flags` BlueZ needs to serve a local characteristic with these properties and permissions.
-    ///
-    /// Each property gives its flag; a security requirement in `permissions` replaces the flag of
-    /// the access it protects, as BlueZ's flags carry both at once: ``read`` with
-    /// ``AttributePermissions/readEncrypted`` gives `encrypt-read`, ``notify`` with
-    /// ``AttributePermissions/subscribeSecure`` gives `secure-notify`. Write requirements apply
-    /// when any write property is present; BlueZ then also declares ``write``, because it has no
-    /// flag that secures a write without it. Read requirements apply only with ``read``, so they
-    /// never make a value readable. ``AttributePermissions/readable`` and
-    /// ``AttributePermissions/writable`` add nothing: the properties already grant access.
-    ///
-    /// - Parameter permissions: The security the server requires; ``AttributePermissions/authorizePreparedWrites``
-    ///   adds `authorize`.
-    /// - Returns: Flags for the `Flags` property of an exported `org.bluez.GattCharacteristic1`.
-    public func bluezFlags(permissions: AttributePermissions) -> [String] {
-        var flags: [String] = []
-        for (property, flag) in Self.bluezNames where contains(property) {
-            let guarded = AttributePermissions.securityFlags.filter {
-                $0.property == property && permissions.contains($0.permission)
-            }
-            flags += guarded.isEmpty ? [flag] : guarded.map(\.flag)
-        }
-        if !contains(.write) && !isDisjoint(with: Self.writes) {
-            flags += AttributePermissions.securityFlags.filter {
-                $0.property == .write && permissions.contains($0.permission)
-            }.map(\.flag)
-        }
-        if permissions.contains(.authorizePreparedWrites) {
-            flags.append("authorize")
-        }
-        return flags
-    }
 }
 
 extension CharacteristicProperties: CustomStringConvertible {
-    /// The properties as BlueZ names them, such as `[read, notify]`.
+    /// The properties' names, such as `[read, notify]`.
     public var description: String {
-        "[" + bluezFlags.joined(separator: ", ") + "]"
+        "[" + flagNames.joined(separator: ", ") + "]"
+    }
+
+    /// The names of the properties in the set, in the order of their bits.
+    package var flagNames: [String] {
+        Self.names.filter { contains($0.property) }.map(\.name)
     }
 }

@@ -1,10 +1,10 @@
 /// Hexadecimal text helpers shared by the value types that parse and print identifiers.
-enum Hex {
+package enum Hex {
     /// Returns the value of one ASCII hex digit, in either case.
     ///
     /// - Parameter character: A UTF-8 code unit.
     /// - Returns: The digit's value in `0...15`, or `nil` if `character` is not a hex digit.
-    static func value(of character: UInt8) -> UInt8? {
+    package static func value(of character: UInt8) -> UInt8? {
         switch character {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
@@ -17,7 +17,7 @@ enum Hex {
     ///
     /// - Parameter digits: UTF-8 code units; the caller bounds their count to what fits `Value`.
     /// - Returns: The value, or `nil` if `digits` is empty or holds anything but hex digits.
-    static func parse<Value: FixedWidthInteger & UnsignedInteger>(
+    package static func parse<Value: FixedWidthInteger & UnsignedInteger>(
         _ digits: some Collection<UInt8>,
         as _: Value.Type = Value.self
     ) -> Value? {
@@ -37,7 +37,7 @@ enum Hex {
     ///   - digits: The number of digits to produce; higher digits of `value` are dropped.
     ///   - uppercase: Whether to use `A`–`F` rather than `a`–`f`.
     /// - Returns: Exactly `digits` hex digits.
-    static func format(_ value: some BinaryInteger, digits: Int, uppercase: Bool = false) -> String {
+    package static func format(_ value: some BinaryInteger, digits: Int, uppercase: Bool = false) -> String {
         let text = String(value, radix: 16, uppercase: uppercase)
         if text.count >= digits {
             return String(text.suffix(digits))

@@ -67,7 +67,7 @@ struct InfoCommand: Command {
                         ("uuid", .string("\(characteristic.uuid)")),
                         (
                             "properties",
-                            .array(characteristic.properties.bluezFlags(permissions: []).map { .string($0) })
+                            .array(characteristic.properties.flagNames.map { .string($0) })
                         ),
                         ("descriptors", .array(characteristic.descriptors.map { .string("\($0.uuid)") })),
                     ]

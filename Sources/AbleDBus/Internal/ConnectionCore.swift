@@ -1,3 +1,4 @@
+import AbleStreams
 import CDBus
 import Dispatch
 

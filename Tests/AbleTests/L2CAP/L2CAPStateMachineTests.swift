@@ -1,4 +1,3 @@
-import CBluetooth
 import Testing
 
 @testable import Able
@@ -225,29 +224,5 @@ struct L2CAPSendStateMachineTests {
         }
         _ = machine.fail(BluetoothError(.notConnected, message: "closed"))
         #expect(machine.failure?.code == .disconnected)
-    }
-}
-
-struct L2CAPSocketAddressTests {
-    @Test("A sockaddr_l2 holds the PSM little-endian, the address reversed and the LE type")
-    func layout() throws {
-        let address = try L2CAPSocketAddress(address: "00:AA:01:02:03:04", type: .random, psm: PSM(rawValue: 0x1081))
-        let bytes = address.withUnsafeBytes { Array($0) }
-        #expect(bytes.count == MemoryLayout<sockaddr_l2>.size)
-        #expect(bytes[0..<2] == [UInt8(ABLE_AF_BLUETOOTH), 0])
-        #expect(bytes[2..<4] == [0x81, 0x10])
-        #expect(bytes[4..<10] == [0x04, 0x03, 0x02, 0x01, 0xAA, 0x00])
-        #expect(bytes[10..<12] == [0, 0])
-        #expect(bytes[12] == UInt8(ABLE_BDADDR_LE_RANDOM))
-        #expect(bytes.withUnsafeBytes { L2CAPSocketAddress(bytes: $0) } == address)
-    }
-
-    @Test("No adapter address binds to BDADDR_ANY")
-    func anyAdapter() throws {
-        let address = try L2CAPSocketAddress(address: nil, type: .public, psm: .automatic)
-        let bytes = address.withUnsafeBytes { Array($0) }
-        #expect(bytes[2..<10].allSatisfy { $0 == 0 })
-        #expect(bytes[12] == UInt8(ABLE_BDADDR_LE_PUBLIC))
-        #expect(bytes.withUnsafeBytes { L2CAPSocketAddress(bytes: $0) }?.address == nil)
     }
 }

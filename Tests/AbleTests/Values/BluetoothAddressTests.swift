@@ -24,22 +24,6 @@ struct BluetoothAddressTests {
         #expect(BluetoothAddress(text) == nil)
     }
 
-    @Test("The BlueZ object path component round-trips")
-    func bluezPathComponent() throws {
-        let address: BluetoothAddress = "00:AA:01:01:00:01"
-        #expect(address.bluezPathComponent == "dev_00_AA_01_01_00_01")
-        #expect(BluetoothAddress(bluezPathComponent: "dev_00_AA_01_01_00_01") == address)
-        #expect(BluetoothAddress(bluezPathComponent: "dev_00_aa_01_01_00_01") == address)
-    }
-
-    @Test(
-        "Components that are not BlueZ device names are rejected",
-        arguments: ["00_AA_01_01_00_01", "dev_00:AA:01:01:00:01", "dev_00_AA_01_01_00", "hci0", "dev_", "service0010"]
-    )
-    func malformedPathComponentsAreRejected(component: String) {
-        #expect(BluetoothAddress(bluezPathComponent: component) == nil)
-    }
-
     @Test("Kernel byte order is the reverse of the text order")
     func littleEndianBytes() throws {
         let address: BluetoothAddress = "C0:FF:EE:00:11:22"

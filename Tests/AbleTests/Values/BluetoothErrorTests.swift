@@ -25,7 +25,7 @@ struct BluetoothErrorTests {
         let name = "org.bluez.Error." + shortName
         let error = BluetoothError.fromBlueZ(name: name, message: "Something happened")
         #expect(error.code == code)
-        #expect(error.bluezName == name)
+        #expect(error.errorName == name)
         #expect(error.message == "Something happened")
     }
 
@@ -38,7 +38,7 @@ struct BluetoothErrorTests {
     func unknownNamesAreFailed(name: String) {
         let error = BluetoothError.fromBlueZ(name: name, message: "text")
         #expect(error.code == .failed)
-        #expect(error.bluezName == name)
+        #expect(error.errorName == name)
         #expect(error.message == "text")
         #expect(error.attError == nil)
     }
@@ -77,7 +77,7 @@ struct BluetoothErrorTests {
         let error = BluetoothError.fromBlueZ(name: "org.bluez.Error.Failed", message: reason)
         #expect(error.code == code)
         #expect(error.message == reason)
-        #expect(error.bluezName == "org.bluez.Error.Failed")
+        #expect(error.errorName == "org.bluez.Error.Failed")
     }
 
     @Test(

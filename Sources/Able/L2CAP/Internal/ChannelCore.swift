@@ -16,7 +16,7 @@ import Synchronization
 ///
 /// The sources' handlers hold the core; cancelling the sources (``tearDown(ending:sendError:)``)
 /// releases them, and the owning channel tears down when it goes away.
-final class ChannelCore: @unchecked Sendable {
+package final class ChannelCore: @unchecked Sendable {
     typealias SendWaiter = UnsafeContinuation<Void, any Error>
 
     let socket: CInt
@@ -53,7 +53,7 @@ final class ChannelCore: @unchecked Sendable {
     ///   - sendMTU: The largest SDU the peer accepts.
     ///   - receiveMTU: The largest SDU the peer may send; the receive buffer's size.
     ///   - watermarks: When to stop and restart reading.
-    init(
+    package init(
         socket: CInt,
         operations: SocketOperations,
         executor: SocketQueue,

@@ -85,7 +85,7 @@ extension BluetoothError {
     /// - Parameters:
     ///   - errno: What the call failed with.
     ///   - operation: What Able was doing, for the message, such as `sending on the L2CAP channel`.
-    init(_ errno: Errno, while operation: String, file: String = #fileID, line: Int = #line) {
+    package init(_ errno: Errno, while operation: String, file: String = #fileID, line: Int = #line) {
         let code: Code
         switch errno.rawValue {
         case _ where errno.isDisconnection: code = .disconnected

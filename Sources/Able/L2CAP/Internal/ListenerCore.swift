@@ -1,4 +1,3 @@
-import CBluetooth
 import Dispatch
 
 #if canImport(Glibc)
@@ -10,12 +9,13 @@ import Dispatch
 ///
 /// Thread safety: `channels` has its own lock; `isOpen` and `sourceClosed` are touched only on
 /// the socket's queue. Hence `@unchecked Sendable`.
-final class ListenerCore: @unchecked Sendable {
+package final class ListenerCore: @unchecked Sendable {
     let socket: CInt
     let operations: SocketOperations
     let executor: SocketQueue
-    let channels: WatermarkBuffer<L2CAPChannel>
+    package let channels: WatermarkBuffer<L2CAPChannel>
     let channelWatermarks: L2CAPPacketStream.Watermarks
+    let setUp: AcceptedChannelSetUp
 
     private let acceptSource: any DispatchSourceRead
     private let kickAcceptor: HandlerKick
@@ -27,8 +27,12 @@ final class ListenerCore: @unchecked Sendable {
     static let acceptWatermarks = L2CAPPacketStream.Watermarks(high: 16, low: 4)
 
     /// Takes over a listening, nonblocking socket and starts accepting.
-    init(socket: CInt, operations: SocketOperations, executor: SocketQueue, watermarks: L2CAPPacketStream.Watermarks) {
+    init(
+        socket: CInt, operations: SocketOperations, executor: SocketQueue, watermarks: L2CAPPacketStream.Watermarks,
+        setUp: AcceptedChannelSetUp
+    ) {
         self.socket = socket
+        self.setUp = setUp
         self.operations = operations
         self.executor = executor
         self.channelWatermarks = watermarks
@@ -55,19 +59,19 @@ final class ListenerCore: @unchecked Sendable {
     private func acceptAvailable() {
         guard isOpen else { return }
         while true {
-            var peer = sockaddr_l2()
-            let result = withUnsafeMutableBytes(of: &peer) { buffer in
+            var peer = [UInt8](repeating: 0, count: setUp.peerAddressSize)
+            let result = peer.withUnsafeMutableBytes { buffer in
                 operations.accept(socket, buffer)
             }
             switch result {
             case .success(let (accepted, length)):
-                let address = withUnsafeBytes(of: &peer) {
-                    L2CAPSocketAddress(bytes: UnsafeRawBufferPointer(rebasing: $0[..<min(length, $0.count)]))
-                }
                 // A connection that cannot be set up is closed; the peer sees it end, the
                 // listener goes on.
-                guard let channel = try? makeChannel(accepted, peer: address) else {
-                    L2CAPSocket.abandon(accepted, operations)
+                let channel = peer.withUnsafeBytes {
+                    try? makeChannel(accepted, peer: UnsafeRawBufferPointer(rebasing: $0[..<min(length, $0.count)]))
+                }
+                guard let channel else {
+                    _ = operations.close(accepted)
                     continue
                 }
                 if channels.produce(channel) { return }
@@ -82,17 +86,15 @@ final class ListenerCore: @unchecked Sendable {
         }
     }
 
-    private func makeChannel(_ socket: CInt, peer: L2CAPSocketAddress?) throws -> L2CAPChannel {
+    private func makeChannel(_ socket: CInt, peer: UnsafeRawBufferPointer) throws -> L2CAPChannel {
         if case .failure(let errno) = operations.setNonblocking(socket) {
             throw BluetoothError(errno, while: "making the accepted socket nonblocking")
         }
-        let mtus = try L2CAPSocket.mtus(socket, operations)
+        let accepted = try setUp.describe(socket, peer, operations)
         let core = ChannelCore(
             socket: socket, operations: operations, executor: SocketQueue(label: "Able.L2CAPChannel"),
-            sendMTU: mtus.send, receiveMTU: mtus.receive, watermarks: channelWatermarks)
-        return L2CAPChannel(
-            core: core, peerAddress: peer?.address,
-            peerAddressType: peer.flatMap { L2CAPSocketAddress.addressType(kernelType: $0.addressType) })
+            sendMTU: accepted.sendMTU, receiveMTU: accepted.receiveMTU, watermarks: channelWatermarks)
+        return L2CAPChannel(core: core, peerAddress: accepted.peerAddress, peerAddressType: accepted.peerAddressType)
     }
 
     /// Ends the stream and closes the socket; on the queue.
@@ -130,5 +132,42 @@ final class ListenerCore: @unchecked Sendable {
     /// Starts closing, from anywhere, without waiting.
     func closeSoon() {
         executor.queue.async { self.finish(throwing: nil) }
+    }
+}
+
+/// How a listener learns what it needs of a socket it accepted: the kernel's L2CAP sockets
+/// report their MTUs through `getsockopt(2)` and their peer as a `sockaddr_l2`.
+package struct AcceptedChannelSetUp: Sendable {
+    /// What a backend reads off an accepted socket.
+    package struct Accepted: Sendable {
+        package var sendMTU: Int
+        package var receiveMTU: Int
+        package var peerAddress: BluetoothAddress?
+        package var peerAddressType: BluetoothAddress.AddressType?
+
+        package init(
+            sendMTU: Int, receiveMTU: Int, peerAddress: BluetoothAddress?,
+            peerAddressType: BluetoothAddress.AddressType?
+        ) {
+            self.sendMTU = sendMTU
+            self.receiveMTU = receiveMTU
+            self.peerAddress = peerAddress
+            self.peerAddressType = peerAddressType
+        }
+    }
+
+    /// The size of the peer address that `accept(2)` fills in.
+    package var peerAddressSize: Int
+    /// Reads the accepted socket's MTUs and its peer from the address `accept(2)` gave.
+    package var describe:
+        @Sendable (_ socket: CInt, _ peerAddress: UnsafeRawBufferPointer, _ operations: SocketOperations) throws ->
+            Accepted
+
+    package init(
+        peerAddressSize: Int,
+        describe: @escaping @Sendable (CInt, UnsafeRawBufferPointer, SocketOperations) throws -> Accepted
+    ) {
+        self.peerAddressSize = peerAddressSize
+        self.describe = describe
     }
 }

@@ -11,7 +11,7 @@ import Synchronization
 ///
 /// The waiting caller is resumed only from the write source's cancel handler, so that the socket
 /// is no longer watched when the caller goes on to use or close it.
-final class PendingConnect: Sendable {
+package final class PendingConnect: Sendable {
     private struct State {
         var continuation: UnsafeContinuation<Void, any Error>?
         var outcome: Result<Void, any Error>?
@@ -56,7 +56,7 @@ final class PendingConnect: Sendable {
     /// - Throws: ``BluetoothError`` from `describe` when `SO_ERROR` reports a failure,
     ///   ``BluetoothError/Code/timeout`` after `timeout`, `CancellationError` when the task is
     ///   cancelled. The caller still owns the socket in every case.
-    static func wait(
+    package static func wait(
         socket: CInt,
         operations: SocketOperations,
         queue: DispatchQueue,

@@ -1,5 +1,3 @@
-import CBluetooth
-
 #if canImport(Glibc)
     import Glibc
 #endif

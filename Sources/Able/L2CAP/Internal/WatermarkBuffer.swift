@@ -8,7 +8,7 @@ import Synchronization
 /// may first fetch an element itself (with `fetch`, a nonblocking `recv(2)` on its own thread)
 /// rather than wait for the producer's dispatch source to fire, which saves two thread handoffs
 /// per element when the consumer keeps up. Fetches run outside the lock, one at a time.
-final class WatermarkBuffer<Element: Sendable>: Sendable {
+package final class WatermarkBuffer<Element: Sendable>: Sendable {
     typealias Machine = WatermarkBufferStateMachine<Element, UnsafeContinuation<Element?, any Error>>
 
     private struct State: Sendable {
@@ -132,10 +132,10 @@ final class WatermarkBuffer<Element: Sendable>: Sendable {
     }
 
     /// How many elements wait for the consumer.
-    var bufferedCount: Int { state.withLock { $0.machine.bufferedCount } }
+    package var bufferedCount: Int { state.withLock { $0.machine.bufferedCount } }
 
     /// Whether the producer is paused now because the buffer is full.
-    var isProducerPaused: Bool { state.withLock { $0.machine.isProducerPaused } }
+    package var isProducerPaused: Bool { state.withLock { $0.machine.isProducerPaused } }
 
     /// How many times the producer was paused because the consumer fell behind.
     var pauseCount: Int { state.withLock { $0.machine.pauseCount } }

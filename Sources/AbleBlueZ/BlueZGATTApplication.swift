@@ -1,0 +1,321 @@
+import Able
+import AbleDBus
+import Foundation
+import Synchronization
+
+/// A GATT server as BlueZ serves it: an application object tree (`GattService1`,
+/// `GattCharacteristic1`, `GattDescriptor1` below an `ObjectManager`) registered with
+/// `GattManager1.RegisterApplication`. Only `bluetoothd` may call its objects.
+final class BlueZGATTApplication: GATTServerBackend {
+    let system: BlueZSystem
+    let adapter: DBusObjectPath
+    let root: DBusObjectPath
+    private let exported = Mutex<[DBusObjectPath]>([])
+    private let paths = Mutex<[AttributeID: DBusObjectPath]>([:])
+    private let confirmations = LockedValue<[AttributeID: [ConfirmationWaiter]]>([:])
+    private let watcher = Mutex<Task<Void, Never>?>(nil)
+
+    init(system: BlueZSystem, adapter: DBusObjectPath) {
+        self.system = system
+        self.adapter = adapter
+        self.root = DBusObjectPath(rawValue: "/able/gatt_" + UUID().uuidString.replacingOccurrences(of: "-", with: ""))!
+    }
+
+    func open(_ core: GATTServerCore, events: GATTServerEvents) async throws {
+        let connection = system.connection
+        guard let bluez = try await connection.nameOwner(of: BlueZSystem.service) else {
+            throw BluetoothError(.daemonUnavailable, message: "bluetoothd is not running")
+        }
+        let authorize: @Sendable (String) -> Bool = { $0 == bluez }
+        try await connection.exportObjectManager(at: root, authorize: authorize)
+        var objects = [root]
+        for (serviceIndex, service) in core.definition.services.enumerated() {
+            let servicePath = root.appending("service\(serviceIndex)")!
+            try await connection.export(
+                [
+                    DBusInterface(
+                        "org.bluez.GattService1",
+                        properties: [
+                            .constant("UUID", service.uuid.uuidString), .constant("Primary", service.kind == .primary),
+                        ])
+                ], at: servicePath, authorize: authorize)
+            objects.append(servicePath)
+            for (index, characteristic) in service.characteristics.enumerated() {
+                let id = AttributeID(service: serviceIndex, characteristic: index)
+                let path = servicePath.appending("char\(index)")!
+                try await connection.export(
+                    [characteristicInterface(core, id, characteristic, service: servicePath, events: events)], at: path,
+                    authorize: authorize)
+                objects.append(path)
+                paths.withLock { $0[id] = path }
+                for (descriptorIndex, descriptor) in characteristic.descriptors.enumerated() {
+                    let descriptorID = AttributeID(
+                        service: serviceIndex, characteristic: index, descriptor: descriptorIndex)
+                    let descriptorPath = path.appending("desc\(descriptorIndex)")!
+                    try await connection.export(
+                        [descriptorInterface(core, descriptorID, descriptor, characteristic: path)], at: descriptorPath,
+                        authorize: authorize)
+                    objects.append(descriptorPath)
+                }
+            }
+        }
+        exported.withLock { $0 = objects }
+        do {
+            _ = try await system.call(
+                adapter, "org.bluez.GattManager1", "RegisterApplication",
+                [.objectPath(root), .dictionary(key: .string, value: .variant, [])])
+        } catch {
+            // BlueZ may have registered the application although its answer did not reach us (the
+            // task was cancelled while waiting): unregister it, from a task that is not cancelled.
+            await system.callEvenIfCancelled(
+                adapter, "org.bluez.GattManager1", "UnregisterApplication", [.objectPath(root)])
+            await unexportAll()
+            throw error
+        }
+        watchCentrals(events)
+    }
+
+    private func characteristicInterface(
+        _ core: GATTServerCore, _ id: AttributeID, _ characteristic: Characteristic, service: DBusObjectPath,
+        events: GATTServerEvents
+    ) -> DBusInterface {
+        let notifying = LockedValue(false)
+        let confirmations = self.confirmations
+        return DBusInterface(
+            "org.bluez.GattCharacteristic1",
+            methods: [
+                DBusMethod("ReadValue", in: "a{sv}", out: "ay") { call in try await Self.readValue(core, id, call) },
+                DBusMethod("WriteValue", in: "aya{sv}") { call in try await Self.writeValue(core, id, call) },
+                .immediate("StartNotify") { _ in
+                    guard !notifying.value else { return [] }
+                    notifying.value = true
+                    events.subscriptionChanged(nil, id, true)
+                    return []
+                },
+                .immediate("StopNotify") { _ in
+                    guard notifying.value else { return [] }
+                    notifying.value = false
+                    events.subscriptionChanged(nil, id, false)
+                    return []
+                },
+                .immediate("Confirm") { _ in
+                    let waiter = confirmations.withLock { $0[id]?.isEmpty == false ? $0[id]!.removeFirst() : nil }
+                    waiter?.confirm()
+                    return []
+                },
+            ],
+            properties: [
+                .constant("UUID", characteristic.uuid.uuidString), .constant("Service", service),
+                .constant("Flags", characteristic.properties.bluezFlags(permissions: characteristic.permissions)),
+                DBusProperty("Value", signature: "ay", get: { .bytes(core.storedValue(id)) }),
+                DBusProperty("Notifying", signature: .boolean, get: { .boolean(notifying.value) }),
+            ])
+    }
+
+    private func descriptorInterface(
+        _ core: GATTServerCore, _ id: AttributeID, _ descriptor: Descriptor, characteristic: DBusObjectPath
+    ) -> DBusInterface {
+        DBusInterface(
+            "org.bluez.GattDescriptor1",
+            methods: [
+                DBusMethod("ReadValue", in: "a{sv}", out: "ay") { call in try await Self.readValue(core, id, call) },
+                DBusMethod("WriteValue", in: "aya{sv}") { call in try await Self.writeValue(core, id, call) },
+            ],
+            properties: [
+                .constant("UUID", descriptor.uuid.uuidString), .constant("Characteristic", characteristic),
+                .constant("Flags", descriptor.permissions.bluezDescriptorFlags),
+            ])
+    }
+
+    /// Answers `ReadValue` of a characteristic or descriptor.
+    static func readValue(_ core: GATTServerCore, _ id: AttributeID, _ call: DBusMethodCall) async throws -> [DBusValue]
+    {
+        let options = try call.argument(0, as: [String: DBusVariant].self)
+        let result = await Result {
+            try await core.read(id, central: central(options), offset: offset(options), mtu: mtu(options))
+        }
+        return [.bytes(try result.mapError { reply($0) }.get())]
+    }
+
+    /// Answers `WriteValue` of a characteristic or descriptor.
+    static func writeValue(_ core: GATTServerCore, _ id: AttributeID, _ call: DBusMethodCall) async throws
+        -> [DBusValue]
+    {
+        let options = try call.argument(1, as: [String: DBusVariant].self)
+        let value = try call.argument(0, as: [UInt8].self)
+        let result = await Result {
+            try await core.write(
+                id, value: value, offset: offset(options), kind: kind(options), central: central(options),
+                mtu: mtu(options))
+        }
+        try result.mapError { reply($0) }.get()
+        return []
+    }
+
+    /// The error reply that makes BlueZ answer the central with `error`'s ATT code.
+    static func reply(_ error: any Error) -> DBusError {
+        switch error {
+        case let error as ATTError:
+            let (name, message) = error.bluezReply
+            return DBusError(DBusError.Name(rawValue: name), message)
+        case let error as DBusError:
+            return error
+        default:
+            return reply(ATTError.unlikelyError)
+        }
+    }
+
+    static func offset(_ options: [String: DBusVariant]) -> Int {
+        Int((try? options.decode("offset", as: UInt16.self)) ?? 0)
+    }
+
+    static func mtu(_ options: [String: DBusVariant]) -> Int? {
+        (try? options.decode("mtu", as: UInt16.self)).flatMap { $0 }.map(Int.init)
+    }
+
+    static func kind(_ options: [String: DBusVariant]) -> WriteRequest.Kind {
+        switch (try? options.decode("type", as: String.self)) ?? nil {
+        case "command": .command
+        case "reliable": .reliable
+        default: .request
+        }
+    }
+
+    static func central(_ options: [String: DBusVariant]) -> Central? {
+        guard let device = (try? options.decode("device", as: DBusObjectPath.self)) ?? nil,
+            let address = BluetoothAddress(bluezPathComponent: device.lastElement)
+        else { return nil }
+        return Central(address: address)
+    }
+
+    // MARK: Centrals
+
+    var connectedCentrals: [Central] {
+        system.tree.objects.compactMap { path, interfaces in
+            guard path.parent == adapter, let device = interfaces["org.bluez.Device1"],
+                (try? device.decode("Connected", as: Bool.self)) == true,
+                let address = BluetoothAddress(bluezPathComponent: path.lastElement)
+            else { return nil }
+            return Central(address: address)
+        }.sorted { $0.address < $1.address }
+    }
+
+    private func watchCentrals(_ events: GATTServerEvents) {
+        let changes = system.tree.changes()
+        let adapter = self.adapter
+        let task = Task {
+            for await change in changes {
+                guard case .propertiesChanged(let path, "org.bluez.Device1", let changed, _) = change,
+                    path.parent == adapter,
+                    let connected = try? changed.decode("Connected", as: Bool.self),
+                    let address = BluetoothAddress(bluezPathComponent: path.lastElement)
+                else { continue }
+                events.connectionChanged(Central(address: address), connected)
+            }
+        }
+        watcher.withLock { $0 = task }
+    }
+
+    func disconnect(_ central: Central) async throws {
+        _ = try await system.call(
+            adapter.appending(central.address.bluezPathComponent)!, "org.bluez.Device1", "Disconnect")
+    }
+
+    // MARK: Sending
+
+    func send(_ value: [UInt8], of characteristic: AttributeID, indicate: Bool, timeout: Duration) async throws {
+        guard let path = paths.withLock({ $0[characteristic] }) else { return }
+        guard indicate else {
+            system.connection.emitPropertiesChanged(
+                path: path, interface: "org.bluez.GattCharacteristic1", changed: ["Value": .bytes(value)])
+            return
+        }
+        // Wait for BlueZ's Confirm; the waiter leaves the queue if the deadline passes first.
+        let waiter = ConfirmationWaiter()
+        confirmations.withLock { $0[characteristic, default: []].append(waiter) }
+        system.connection.emitPropertiesChanged(
+            path: path, interface: "org.bluez.GattCharacteristic1", changed: ["Value": .bytes(value)])
+        do {
+            try await withDeadline(timeout, what: "waiting for the indication's confirmation") {
+                try await waiter.wait()
+            }
+        } catch {
+            confirmations.withLock { $0[characteristic]?.removeAll { $0 === waiter } }
+            throw error
+        }
+    }
+
+    // MARK: Closing
+
+    func close() async {
+        watcher.withLock { $0?.cancel() }
+        _ = try? await system.call(adapter, "org.bluez.GattManager1", "UnregisterApplication", [.objectPath(root)])
+        await unexportAll()
+        // Wake indications that will never be confirmed now.
+        for waiter in confirmations.withLock({ table in
+            defer { table.removeAll() }
+            return table.values.flatMap { $0 }
+        }) {
+            waiter.confirm()
+        }
+    }
+
+    private func unexportAll() async {
+        for path in exported.withLock({ $0 }).reversed() { await system.connection.unexport(path) }
+        exported.withLock { $0 = [] }
+    }
+}
+
+/// One indication waiting for BlueZ's `Confirm`: confirmed at most once, and its waiting task
+/// can be cancelled.
+final class ConfirmationWaiter: Sendable {
+    private enum State {
+        case pending
+        case waiting(CheckedContinuation<Void, any Error>)
+        case confirmed
+        case cancelled
+    }
+
+    private let state = Mutex(State.pending)
+
+    func wait() async throws {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let resume: Result<Void, any Error>? = state.withLock { state in
+                    switch state {
+                    case .pending:
+                        state = .waiting(continuation)
+                        return nil
+                    case .confirmed: return .success(())
+                    case .cancelled, .waiting: return .failure(CancellationError())
+                    }
+                }
+                if let resume { continuation.resume(with: resume) }
+            }
+        } onCancel: {
+            finish(.cancelled)
+        }
+    }
+
+    func confirm() { finish(.confirmed) }
+
+    private func finish(_ final: State) {
+        let continuation: CheckedContinuation<Void, any Error>? = state.withLock { state in
+            switch state {
+            case .pending:
+                state = final
+                return nil
+            case .waiting(let continuation):
+                state = final
+                return continuation
+            case .confirmed, .cancelled:
+                return nil
+            }
+        }
+        if case .confirmed = final {
+            continuation?.resume()
+        } else {
+            continuation?.resume(throwing: CancellationError())
+        }
+    }
+}

@@ -1,0 +1,293 @@
+import Able
+import AbleDBus
+import Synchronization
+
+/// One change of BlueZ's object tree, in the order BlueZ announced it.
+enum ObjectTreeChange: Sendable {
+    case interfacesAdded(DBusObjectPath, [String: [String: DBusVariant]])
+    case interfacesRemoved(DBusObjectPath, [String])
+    case propertiesChanged(DBusObjectPath, interface: String, changed: [String: DBusVariant], invalidated: [String])
+    /// The service left the bus (bluetoothd stopped or the connection was lost); the removal of
+    /// every object follows.
+    case serviceLeft
+
+    /// The object the change is about; `nil` for the service leaving.
+    var path: DBusObjectPath? {
+        switch self {
+        case .interfacesAdded(let path, _), .interfacesRemoved(let path, _), .propertiesChanged(let path, _, _, _): path
+        case .serviceLeft: nil
+        }
+    }
+}
+
+/// The objects of one D-Bus service with an `ObjectManager` at `/` (BlueZ), tracked once per
+/// connection: one `GetManagedObjects`, then `InterfacesAdded`, `InterfacesRemoved` and
+/// `PropertiesChanged`. When the service leaves the bus (bluetoothd stops) every object is
+/// removed; when it comes back the tree is loaded again and its objects are added.
+///
+/// Readers take synchronous snapshots; listeners get every change through ``changes()``.
+final class BlueZObjectTree: Sendable {
+    typealias Interfaces = [String: [String: DBusVariant]]
+
+    struct State {
+        var objects: [DBusObjectPath: Interfaces] = [:]
+        var owner: String?
+        var listeners: [UInt64: AsyncStream<ObjectTreeChange>.Continuation] = [:]
+        var nextListener: UInt64 = 0
+
+        /// Applies a change; returns whether it changed anything.
+        mutating func apply(_ change: ObjectTreeChange) -> Bool {
+            switch change {
+            case .interfacesAdded(let path, let interfaces):
+                objects[path, default: [:]].merge(interfaces) { $1 }
+            case .interfacesRemoved(let path, let names):
+                guard var object = objects[path] else { return false }
+                for name in names { object[name] = nil }
+                objects[path] = object.isEmpty ? nil : object
+            case .propertiesChanged(let path, let interface, let changed, let invalidated):
+                guard objects[path]?[interface] != nil else { return false }
+                objects[path]![interface]!.merge(changed) { $1 }
+                for name in invalidated { objects[path]![interface]![name] = nil }
+            case .serviceLeft:
+                guard owner != nil else { return false }
+                owner = nil
+            }
+            return true
+        }
+    }
+
+    /// Takes the `PropertiesChanged` signals of one characteristic before the tree does: see
+    /// ``receiveValues(of:deliver:onConnectionLost:)``.
+    struct ValueReceiver: Sendable {
+        let id: UInt64
+        /// Reads a signal in place; returns whether it changed nothing but the value.
+        let deliver: @Sendable (DBusSignalView) -> Bool
+        let connectionLost: @Sendable (any Error) -> Void
+    }
+
+    let connection: DBusConnection
+    let service: String
+    private let state = Mutex(State())
+    /// By characteristic path. Looked up for every signal of the service, so a lock and no actor.
+    private let valueReceivers = Mutex<[String: ValueReceiver]>([:])
+    private let nextValueReceiver = Atomic<UInt64>(0)
+    private let tasks = Mutex<[Task<Void, Never>]>([])
+    private let subscription = Mutex<DBusSignalSubscription?>(nil)
+
+    private init(connection: DBusConnection, service: String) {
+        self.connection = connection
+        self.service = service
+    }
+
+    /// Starts tracking `service` on `connection`.
+    ///
+    /// - Throws: ``BluetoothError`` (``BluetoothError/Code/daemonUnavailable``) when the service is
+    ///   not on the bus, or the D-Bus error of the first `GetManagedObjects`.
+    static func start(on connection: DBusConnection, service: String = "org.bluez") async throws -> BlueZObjectTree {
+        let tree = BlueZObjectTree(connection: connection, service: service)
+        // Subscribe before loading, so no change between the two is missed. Changes are applied
+        // on the connection's queue as they are dispatched: no task, no hop.
+        let subscription = try await connection.subscribe(
+            matching: DBusMatchRule(sender: service),
+            readingInPlace: { [weak tree] view in
+                // The rule's sender is the service's name: AbleDBus delivers only what its current
+                // owner sends, in bus order. Notified values are the notification streams'
+                // business, and by far the most frequent signal: a characteristic's receiver reads
+                // them in place, and the tree, which keeps no values, skips a change of nothing
+                // but the value before decoding anything.
+                guard let tree else { return }
+                if let receiver = tree.valueReceivers.withLock({ $0[view.path] }), receiver.deliver(view) { return }
+                guard !view.changesOnly(property: "Value", of: "org.bluez.GattCharacteristic1"),
+                    let signal = try? view.decoded(), let change = Self.change(from: signal)
+                else { return }
+                tree.publish([change])
+            },
+            onEnd: { [weak tree] error in
+                // The connection is gone: the tree can no longer be trusted.
+                guard let error, let tree else { return }
+                for receiver in tree.valueReceivers.withLock({ Array($0.values) }) { receiver.connectionLost(error) }
+                tree.vanish()
+            })
+        let owners = try await connection.nameOwnerChanges(of: service)
+        guard let owner = try await connection.nameOwner(of: service) else {
+            subscription.cancel()
+            throw BluetoothError(.daemonUnavailable, message: "\(service) is not on the bus: is bluetoothd running?")
+        }
+        try await tree.load(owner: owner)
+        tree.subscription.withLock { $0 = subscription }
+        tree.tasks.withLock { tasks in
+            tasks.append(Task { [weak tree] in await tree?.follow(owners) })
+        }
+        return tree
+    }
+
+    deinit {
+        subscription.withLock { $0?.cancel() }
+        for task in tasks.withLock({ $0 }) { task.cancel() }
+        for listener in state.withLock({ $0.listeners.values }) { listener.finish() }
+    }
+
+    /// Hands the `PropertiesChanged` signals of `characteristic` to `deliver`, read in place on
+    /// the connection's queue, before the tree looks at them; `onConnectionLost` runs if the bus
+    /// connection is lost. The service's own subscription carries them: no match rule of its
+    /// own. Returns the function that ends it.
+    func receiveValues(
+        of characteristic: DBusObjectPath, deliver: @escaping @Sendable (DBusSignalView) -> Bool,
+        onConnectionLost: @escaping @Sendable (any Error) -> Void
+    ) -> @Sendable () -> Void {
+        let id = nextValueReceiver.add(1, ordering: .relaxed).newValue
+        let path = characteristic.rawValue
+        valueReceivers.withLock {
+            $0[path] = ValueReceiver(id: id, deliver: deliver, connectionLost: onConnectionLost)
+        }
+        return { [weak self] in
+            self?.valueReceivers.withLock { if $0[path]?.id == id { $0[path] = nil } }
+        }
+    }
+
+    /// Every object now.
+    var objects: [DBusObjectPath: Interfaces] { state.withLock { $0.objects } }
+
+    /// The interfaces of one object now, or `nil` when it does not exist.
+    func interfaces(at path: DBusObjectPath) -> Interfaces? { state.withLock { $0.objects[path] } }
+
+    /// The properties of one interface of one object now.
+    func properties(of interface: String, at path: DBusObjectPath) -> [String: DBusVariant]? {
+        state.withLock { $0.objects[path]?[interface] }
+    }
+
+    /// The unique bus name of the service now, or `nil` while it is away.
+    var owner: String? { state.withLock { $0.owner } }
+
+    /// The changes from now on.
+    ///
+    /// Buffering: unbounded, since a listener that fell behind and lost a change would hold a
+    /// wrong picture of the tree; listeners are Able's own, and keep up.
+    func changes() -> AsyncStream<ObjectTreeChange> {
+        let (stream, continuation) = AsyncStream<ObjectTreeChange>.makeStream()
+        let id = state.withLock { state in
+            state.nextListener += 1
+            state.listeners[state.nextListener] = continuation
+            return state.nextListener
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.listeners.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    fileprivate func publish(_ changes: [ObjectTreeChange]) {
+        let (applied, listeners) = state.withLock { state in
+            let applied = changes.filter { state.apply($0) }
+            return (applied, applied.isEmpty ? [] : Array(state.listeners.values))
+        }
+        for listener in listeners {
+            for change in applied { listener.yield(change) }
+        }
+    }
+
+    /// Reads one interface's properties again and applies them as a change.
+    ///
+    /// BlueZ does not announce every change (5.66 often omits `Connected = true` after
+    /// `Device1.Connect`), so a caller that must know calls this after the operation.
+    func refresh(_ interface: String, at path: DBusObjectPath) async throws {
+        let reply = try await connection.call(
+            destination: service, path: path, interface: "org.freedesktop.DBus.Properties", method: "GetAll",
+            arguments: [.string(interface)])
+        let properties = try reply.first.unwrapped("GetAll").decode([String: DBusVariant].self)
+        publish([.propertiesChanged(path, interface: interface, changed: properties, invalidated: [])])
+    }
+
+    private func load(owner: String) async throws {
+        let reply = try await connection.call(
+            destination: service, path: .root, interface: "org.freedesktop.DBus.ObjectManager",
+            method: "GetManagedObjects")
+        let objects = try reply.first.unwrapped("GetManagedObjects").decode([DBusObjectPath: Interfaces].self)
+        state.withLock { $0.owner = owner }
+        publish(objects.sorted { $0.key < $1.key }.map { .interfacesAdded($0.key, $0.value) })
+    }
+
+    private func follow(_ owners: NameOwnerChangeStream) async {
+        do {
+            for try await change in owners {
+                vanish()
+                if let newOwner = change.newOwner {
+                    state.withLock { $0.owner = newOwner }
+                    // bluetoothd needs a moment to export its tree after taking the name.
+                    try? await load(owner: newOwner)
+                }
+            }
+        } catch {
+            vanish()
+        }
+    }
+
+    /// Removes every object, as happens when the service leaves the bus.
+    fileprivate func vanish() {
+        let removals = state.withLock { state in
+            state.objects.sorted { $0.key < $1.key }.map {
+                ObjectTreeChange.interfacesRemoved($0.key, Array($0.value.keys))
+            }
+        }
+        // Announced first, so that listeners can tell the objects' removal from BlueZ's own.
+        publish([.serviceLeft] + removals)
+    }
+
+    static func change(from signal: DBusSignal) -> ObjectTreeChange? {
+        do {
+            switch (signal.interface, signal.member) {
+            case ("org.freedesktop.DBus.ObjectManager", "InterfacesAdded"):
+                guard signal.arguments.count == 2 else { return nil }
+                return .interfacesAdded(try signal.arguments[0].decode(), try signal.arguments[1].decode())
+            case ("org.freedesktop.DBus.ObjectManager", "InterfacesRemoved"):
+                guard signal.arguments.count == 2 else { return nil }
+                return .interfacesRemoved(try signal.arguments[0].decode(), try signal.arguments[1].decode())
+            case ("org.freedesktop.DBus.Properties", "PropertiesChanged"):
+                // (A change of nothing but a characteristic's value never gets here: the
+                // subscription skips it before decoding.)
+                guard signal.arguments.count == 3 else { return nil }
+                return .propertiesChanged(
+                    signal.path, interface: try signal.arguments[0].decode(), changed: try signal.arguments[1].decode(),
+                    invalidated: try signal.arguments[2].decode())
+            default:
+                return nil
+            }
+        } catch {
+            // A malformed announcement is ignored rather than corrupting the tree.
+            return nil
+        }
+    }
+}
+
+extension Optional where Wrapped == DBusValue {
+    func unwrapped(_ what: String) throws -> DBusValue {
+        guard let self else { throw BluetoothError(.protocolError, message: "\(what) returned no value") }
+        return self
+    }
+}
+
+extension BlueZObjectTree {
+    /// `state()` now and then each time it differs after a change of the object at `path`; the
+    /// stream ends when the tree stops following BlueZ, and stops the following when it is dropped.
+    func states<State: Equatable & Sendable>(
+        of path: DBusObjectPath, bufferingPolicy: AsyncStream<State>.Continuation.BufferingPolicy,
+        _ state: @escaping @Sendable () -> State
+    ) -> AsyncStream<State> {
+        let (stream, continuation) = AsyncStream<State>.makeStream(bufferingPolicy: bufferingPolicy)
+        let changes = changes()
+        var last = state()
+        continuation.yield(last)
+        let task = Task {
+            for await change in changes where change.path == path {
+                let current = state()
+                if current != last {
+                    last = current
+                    continuation.yield(current)
+                }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+}

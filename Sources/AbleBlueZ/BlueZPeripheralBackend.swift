@@ -1,0 +1,268 @@
+import Able
+import AbleDBus
+
+/// A remote device as BlueZ exports it: an `org.bluez.Device1` object below its adapter.
+struct BlueZPeripheralBackend: PeripheralBackend {
+    static let device = "org.bluez.Device1"
+    static let service = "org.bluez.GattService1"
+    static let characteristic = "org.bluez.GattCharacteristic1"
+    static let descriptor = "org.bluez.GattDescriptor1"
+
+    let system: BlueZSystem
+    let path: DBusObjectPath
+    let address: BluetoothAddress
+
+    init(system: BlueZSystem, adapter: DBusObjectPath, address: BluetoothAddress) {
+        self.system = system
+        self.address = address
+        self.path = adapter.appending(address.bluezPathComponent)!
+    }
+
+    private var properties: [String: DBusVariant]? { system.tree.properties(of: Self.device, at: path) }
+
+    private func flag(_ name: String) -> Bool { (try? properties?.decode(name, as: Bool.self)) == true }
+
+    var isConnected: Bool { flag("Connected") }
+
+    // MARK: Connecting
+
+    func connect(timeout: Duration) async throws {
+        guard properties != nil else {
+            throw BluetoothError(.doesNotExist, message: "BlueZ does not know \(address): scan for it first")
+        }
+        let changes = system.tree.changes()
+        do {
+            try await withDeadline(timeout, what: "connecting to \(address)") { [self] in
+                _ = try await system.call(path, Self.device, "Connect", timeout: timeout)
+                // BlueZ 5.66 often omits the PropertiesChanged for Connected: read it again.
+                try await system.tree.refresh(Self.device, at: path)
+                try await waitForServicesResolved(changes)
+            }
+        } catch {
+            // Stop BlueZ from trying (or drop a half-made link), even from a cancelled task.
+            await system.callEvenIfCancelled(path, Self.device, "Disconnect")
+            throw error
+        }
+    }
+
+    private func waitForServicesResolved(_ changes: AsyncStream<ObjectTreeChange>) async throws {
+        var iterator = changes.makeAsyncIterator()
+        while true {
+            guard let properties else {
+                throw BluetoothError(.disconnected, message: "\(address) went away while connecting")
+            }
+            if (try? properties.decode("ServicesResolved", as: Bool.self)) == true { return }
+            if (try? properties.decode("Connected", as: Bool.self)) != true {
+                throw BluetoothError(
+                    .disconnected, message: "\(address) disconnected before its services were resolved")
+            }
+            guard await iterator.next() != nil else { throw CancellationError() }
+        }
+    }
+
+    func disconnect() async throws {
+        guard properties != nil else { return }
+        // Stop what ended just before (StopNotify) ahead of the link.
+        await system.notifications.drain()
+        do {
+            _ = try await system.call(path, Self.device, "Disconnect")
+        } catch let error as BluetoothError where error.code == .notConnected {
+            return
+        }
+    }
+
+    var isPaired: Bool { flag("Paired") }
+
+    func pair(with agent: PairingAgent, timeout: Duration) async throws {
+        let system = self.system
+        let path = self.path
+        try await BlueZAgent.withAgent(agent, system: system) {
+            do {
+                try await withDeadline(timeout, what: "pairing with \(address)") {
+                    _ = try await system.call(path, Self.device, "Pair", timeout: timeout)
+                }
+            } catch {
+                if error is CancellationError || (error as? BluetoothError)?.code == .timeout {
+                    await system.callEvenIfCancelled(path, Self.device, "CancelPairing")
+                }
+                throw error
+            }
+        }
+    }
+
+    func connectionStates() -> AsyncStream<Peripheral.ConnectionState> {
+        system.tree.states(of: path, bufferingPolicy: .unbounded) { [self] in
+            guard properties != nil else { return .disconnected(reason: "the device is gone") }
+            return isConnected && flag("ServicesResolved")
+                ? .connected : isConnected ? .connecting : .disconnected(reason: nil)
+        }
+    }
+
+    // MARK: GATT
+
+    func services() throws -> [GATTService] {
+        guard isConnected else { throw BluetoothError(.notConnected, message: "\(address) is not connected") }
+        let objects = system.tree.objects
+        func children(_ interface: String, of parent: DBusObjectPath, via link: String) -> [(
+            DBusObjectPath, [String: DBusVariant]
+        )] {
+            objects.compactMap { path, interfaces in
+                guard let properties = interfaces[interface],
+                    (try? properties.decode(link, as: DBusObjectPath.self)) == parent
+                else { return nil }
+                return (path, properties)
+            }.sorted { $0.0 < $1.0 }
+        }
+        func id(_ object: DBusObjectPath) -> RemoteAttributeID {
+            // Only an object BlueZ named otherwise lacks one; its operations then say it is gone.
+            RemoteAttributeID(path: object, device: path) ?? RemoteAttributeID([])
+        }
+        func uuid(_ properties: [String: DBusVariant]) -> BluetoothUUID? {
+            (try? properties.decode("UUID", as: String.self)).flatMap(BluetoothUUID.init)
+        }
+        return children(Self.service, of: path, via: "Device").compactMap { servicePath, serviceProperties in
+            guard let serviceUUID = uuid(serviceProperties) else { return nil }
+            let characteristics = children(Self.characteristic, of: servicePath, via: "Service").compactMap {
+                characteristicPath, properties -> GATTCharacteristic? in
+                guard let characteristicUUID = uuid(properties) else { return nil }
+                let descriptors = children(Self.descriptor, of: characteristicPath, via: "Characteristic").compactMap {
+                    descriptorPath, properties -> GATTDescriptor? in
+                    uuid(properties).map {
+                        GATTDescriptor(
+                            uuid: $0, characteristicUUID: characteristicUUID, id: id(descriptorPath))
+                    }
+                }
+                let flags = (try? properties.decode("Flags", as: [String].self)) ?? []
+                return GATTCharacteristic(
+                    uuid: characteristicUUID, serviceUUID: serviceUUID,
+                    properties: CharacteristicProperties(bluezFlags: flags), descriptors: descriptors,
+                    id: id(characteristicPath))
+            }
+            return GATTService(
+                uuid: serviceUUID, isPrimary: (try? serviceProperties.decode("Primary", as: Bool.self)) ?? true,
+                characteristics: characteristics, id: id(servicePath))
+        }
+    }
+
+    private func objectPath(_ id: RemoteAttributeID) throws -> DBusObjectPath {
+        guard let path = id.path(device: path), system.tree.interfaces(at: path) != nil else {
+            throw BluetoothError(
+                .doesNotExist, message: "the attribute is gone: \(address) changed its services or disconnected")
+        }
+        return path
+    }
+
+    func read(_ characteristic: GATTCharacteristic, offset: Int) async throws -> [UInt8] {
+        let path = try objectPath(characteristic.id)
+        let reply = try await request("read of \(characteristic.uuid)") {
+            try await system.call(path, Self.characteristic, "ReadValue", [Self.options(offset: offset)])
+        }
+        return try reply.first.unwrapped("ReadValue").decode([UInt8].self)
+    }
+
+    func write(_ value: [UInt8], to characteristic: GATTCharacteristic, type: WriteType) async throws {
+        let path = try objectPath(characteristic.id)
+        _ = try await request("write of \(characteristic.uuid)") {
+            try await system.call(
+                path, Self.characteristic, "WriteValue",
+                [.bytes(value), Self.options(type: type == .withResponse ? "request" : "command")])
+        }
+    }
+
+    func read(_ descriptor: GATTDescriptor) async throws -> [UInt8] {
+        let path = try objectPath(descriptor.id)
+        let reply = try await request("read of descriptor \(descriptor.uuid)") {
+            try await system.call(path, Self.descriptor, "ReadValue", [Self.options()])
+        }
+        return try reply.first.unwrapped("ReadValue").decode([UInt8].self)
+    }
+
+    func write(_ value: [UInt8], to descriptor: GATTDescriptor) async throws {
+        let path = try objectPath(descriptor.id)
+        _ = try await request("write of descriptor \(descriptor.uuid)") {
+            try await system.call(path, Self.descriptor, "WriteValue", [.bytes(value), Self.options()])
+        }
+    }
+
+    /// How long a failed request waits for BlueZ to report the link down before the failure is
+    /// taken for what BlueZ said.
+    static let linkLossGrace = Duration.seconds(2)
+
+    /// Runs a GATT request, reporting a failure caused by the link dropping as
+    /// ``BluetoothError/Code/disconnected``.
+    ///
+    /// BlueZ fails a request the link drop interrupted with ATT's Unlikely Error
+    /// (`Failed: Operation failed with ATT error: 0x0e`), or `NotConnected`, often before it
+    /// announces `Connected = false`: such a failure means a disconnect when the device is, or
+    /// becomes within ``linkLossGrace``, disconnected. The original error is the cause.
+    private func request<T: Sendable>(_ what: String, _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as BluetoothError where error.attError == .unlikelyError || error.code == .notConnected {
+            guard await becomesDisconnected(within: Self.linkLossGrace) else { throw error }
+            throw BluetoothError(
+                .disconnected, message: "\(address) disconnected during the \(what)", cause: error,
+                errorName: error.errorName, attError: error.attError)
+        }
+    }
+
+    /// Whether the device is disconnected now, or is within `grace`.
+    private func becomesDisconnected(within grace: Duration) async -> Bool {
+        // Listen first, so a change between the check and the wait is not missed.
+        let changes = system.tree.changes()
+        // The tree may lack a Connected = true BlueZ did not announce: ask before trusting it.
+        if (try? await system.tree.refresh(Self.device, at: path)) == nil || !isConnected { return true }
+        return await withTaskGroup(of: Bool.self) { [self] group in
+            group.addTask {
+                for await _ in changes where !isConnected { return true }
+                return false
+            }
+            group.addTask {
+                try? await Task.sleep(for: grace)
+                return false
+            }
+            defer { group.cancelAll() }
+            return await group.next() ?? false
+        }
+    }
+
+    func mtu(of characteristic: GATTCharacteristic) -> Int? {
+        guard let path = characteristic.id.path(device: path) else { return nil }
+        return (try? system.tree.properties(of: Self.characteristic, at: path)?.decode("MTU", as: UInt16.self))
+            .flatMap { $0 }.map(Int.init)
+    }
+
+    func subscribe(to characteristic: GATTCharacteristic, into continuation: NotificationStream.Continuation)
+        async throws
+    {
+        try await system.notifications.add(
+            continuation, for: try objectPath(characteristic.id), device: path, system: system)
+    }
+
+    static func options(offset: Int = 0, type: String? = nil) -> DBusValue {
+        var entries: [DBusDictionaryEntry] = []
+        if offset > 0 {
+            entries.append(
+                DBusDictionaryEntry(key: .string("offset"), value: .variant(.uint16(UInt16(clamping: offset)))))
+        }
+        if let type { entries.append(DBusDictionaryEntry(key: .string("type"), value: .variant(.string(type)))) }
+        return .dictionary(key: .string, value: .variant, entries)
+    }
+}
+
+extension BlueZPeripheralBackend {
+    func openL2CAPChannel(psm: PSM, _ options: L2CAPOptions, timeout: Duration) async throws -> L2CAPChannel {
+        guard let properties else {
+            throw BluetoothError(.doesNotExist, message: "BlueZ does not know \(address): scan for it first")
+        }
+        let type = BluetoothAddress.AddressType(
+            rawValue: (try? properties.decode("AddressType", as: String.self)) ?? "public")
+        let adapterAddress = path.parent.flatMap { adapter in
+            (try? system.tree.properties(of: BlueZAdapterBackend.interface, at: adapter)?.decode(
+                "Address", as: String.self)).flatMap { BluetoothAddress($0) }
+        }
+        return try await KernelL2CAP.connect(
+            to: address, type: type, psm: psm, from: adapterAddress, security: options.security,
+            receiveMTU: options.receiveMTU, watermarks: options.watermarks, timeout: timeout)
+    }
+}

@@ -1,0 +1,177 @@
+import Able
+import CBluetooth
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The kernel's L2CAP sockets: the channels and listeners that
+/// `Peripheral.openL2CAPChannel` and `Adapter.listenL2CAP` give on BlueZ.
+package enum KernelL2CAP {
+    /// Opens an LE credit-based channel to a PSM on a peer.
+    ///
+    /// The kernel creates the LE link to the peer if there is none (or uses the one BlueZ made
+    /// with ``Peripheral/connect(timeout:)``), raises its security to `security` (pairing if
+    /// needed), and sends an LE Credit Based Connection Request for `psm`.
+    ///
+    /// - Parameters:
+    ///   - address: The peer's address.
+    ///   - type: Whether `address` is public or random, as the peer advertises it.
+    ///   - psm: The peer's PSM, usually a dynamic one it published.
+    ///   - adapterAddress: The public address of the local adapter to connect from, or `nil` for
+    ///     the one the kernel routes to the peer.
+    ///   - security: The security the link must have before the channel opens.
+    ///   - receiveMTU: The largest SDU to accept (23 to 65,535), or `nil` for the kernel's default.
+    ///   - watermarks: When the channel stops and restarts reading; see ``L2CAPPacketStream``.
+    ///   - timeout: How long the connection may take, link and pairing included.
+    ///   - operations: The socket calls to make: the C library's, or a test's.
+    /// - Returns: The connected channel.
+    /// - Throws: ``BluetoothError``: ``BluetoothError/Code/timeout`` after `timeout`;
+    ///   ``BluetoothError/Code/connectionAttemptFailed`` when the peer refuses (no server on
+    ///   `psm`, `ECONNREFUSED`) or does not answer; ``BluetoothError/Code/notPermitted`` when the
+    ///   peer demands more security (`EACCES`); ``BluetoothError/Code/invalidArguments`` for an
+    ///   address type other than public or random or an MTU out of range;
+    ///   ``BluetoothError/Code/notSupported`` where the kernel has no Bluetooth.
+    ///   `CancellationError` when the task is cancelled.
+    ///
+    /// The corresponding kernel calls are `socket(AF_BLUETOOTH, SOCK_SEQPACKET, BTPROTO_L2CAP)`,
+    /// `bind(2)` with `BDADDR_LE_PUBLIC`, `setsockopt(BT_SECURITY)`, `setsockopt(BT_RCVMTU)`, a
+    /// nonblocking `connect(2)` with a `sockaddr_l2`, then `getsockopt(BT_SNDMTU, BT_RCVMTU)`.
+    ///
+    /// - Important: On timeout or cancellation the socket is closed, which makes the kernel stop
+    ///   connecting (and drop a link it made only for this channel).
+    package static func connect(
+        to address: BluetoothAddress,
+        type: BluetoothAddress.AddressType,
+        psm: PSM,
+        from adapterAddress: BluetoothAddress?,
+        security: L2CAPChannel.SecurityLevel,
+        receiveMTU: Int?,
+        watermarks: L2CAPPacketStream.Watermarks,
+        timeout: Duration,
+        operations: SocketOperations = .system
+    ) async throws -> L2CAPChannel {
+        guard psm != .automatic else {
+            throw BluetoothError(.invalidArguments, message: "connect to a PSM the peer listens on, not PSM 0")
+        }
+        let destination = try L2CAPSocketAddress(address: address, type: type, psm: psm)
+        let source = L2CAPSocketAddress(
+            address: adapterAddress, addressType: try L2CAPSocketAddress.kernelType(.public), psm: .automatic)
+        let socket = try L2CAPSocket.open(operations)
+        do {
+            try L2CAPSocket.bind(socket, to: source, operations)
+            if security != .low { try L2CAPSocket.setSecurity(socket, security, operations) }
+            if let receiveMTU { try L2CAPSocket.setReceiveMTU(socket, receiveMTU, operations) }
+            let executor = SocketQueue(label: "Able.L2CAPChannel")
+            let describe: @Sendable (Errno) -> BluetoothError = { errno in
+                connectionError(errno, address: address, psm: psm)
+            }
+            let started = destination.withUnsafeBytes { bytes in
+                SocketOperations.retryingInterrupts { operations.connect(socket, bytes) }
+            }
+            switch started {
+            case .success:
+                break
+            case .failure(let errno) where errno == .inProgress || errno.isWouldBlock:
+                try await PendingConnect.wait(
+                    socket: socket, operations: operations, queue: executor.queue, timeout: timeout,
+                    describe: describe)
+            case .failure(let errno):
+                throw describe(errno)
+            }
+            let mtus = try L2CAPSocket.mtus(socket, operations)
+            let core = ChannelCore(
+                socket: socket, operations: operations, executor: executor, sendMTU: mtus.send,
+                receiveMTU: mtus.receive, watermarks: watermarks)
+            return L2CAPChannel(core: core, peerAddress: address, peerAddressType: type)
+        } catch {
+            L2CAPSocket.abandon(socket, operations)
+            throw error
+        }
+    }
+
+    private static func connectionError(_ errno: Errno, address: BluetoothAddress, psm: PSM) -> BluetoothError {
+        let target = "\(address) on \(psm)"
+        switch errno.rawValue {
+        case ECONNREFUSED:
+            return BluetoothError(
+                .connectionAttemptFailed,
+                message: "\(target) refused the L2CAP connection: nothing listens there, or it lacks resources",
+                cause: errno)
+        case EACCES, EPERM:
+            return BluetoothError(
+                .notPermitted, message: "\(target) requires more security for this L2CAP channel", cause: errno)
+        case ETIMEDOUT, EHOSTDOWN, EHOSTUNREACH, ECONNRESET, ECONNABORTED:
+            return BluetoothError(
+                .connectionAttemptFailed, message: "the L2CAP connection to \(target) failed: \(errno)", cause: errno)
+        default:
+            return BluetoothError(errno, while: "connecting to \(target)")
+        }
+    }
+
+    /// Starts listening for LE credit-based channels.
+    ///
+    /// - Parameters:
+    ///   - psm: The PSM to listen on: ``PSM/automatic`` for a free dynamic one (then read the
+    ///     listener's `psm`), or a fixed one (SIG-assigned PSMs below `0x0080` need
+    ///     `CAP_NET_BIND_SERVICE`).
+    ///   - adapterAddress: The public address of the local adapter to listen on, or `nil` for all.
+    ///   - security: The security a peer's link must have; the kernel refuses peers below it.
+    ///   - receiveMTU: The largest SDU the accepted channels accept (23 to 65,535), or `nil` for
+    ///     the kernel's default.
+    ///   - watermarks: The accepted channels' watermarks.
+    ///   - backlog: How many connections the kernel completes before they are accepted.
+    ///   - operations: The socket calls to make: the C library's, or a test's.
+    /// - Throws: ``BluetoothError``: ``BluetoothError/Code/alreadyExists`` when the PSM is taken
+    ///   (`EADDRINUSE`), ``BluetoothError/Code/notPermitted`` for a SIG-assigned PSM without the
+    ///   capability (`EACCES`), ``BluetoothError/Code/invalidArguments`` for an MTU out of range
+    ///   or a PSM outside the LE ranges, ``BluetoothError/Code/notSupported`` where the kernel
+    ///   has no Bluetooth.
+    ///
+    /// The corresponding kernel calls are `socket(AF_BLUETOOTH, SOCK_SEQPACKET, BTPROTO_L2CAP)`,
+    /// `bind(2)` with `BDADDR_LE_PUBLIC` and the PSM, `setsockopt(BT_SECURITY)`,
+    /// `setsockopt(BT_RCVMTU)`, `listen(2)` and `getsockname(2)`; each peer's channel comes from
+    /// `accept(2)`.
+    package static func listen(
+        psm: PSM = .automatic,
+        adapterAddress: BluetoothAddress? = nil,
+        security: L2CAPChannel.SecurityLevel = .low,
+        receiveMTU: Int? = nil,
+        watermarks: L2CAPPacketStream.Watermarks = .default,
+        backlog: Int = 8,
+        operations: SocketOperations = .system
+    ) throws -> L2CAPListener {
+        guard psm == .automatic || psm.isFixed || psm.isDynamic else {
+            throw BluetoothError(
+                .invalidArguments, message: "\(psm) is not an LE PSM: use 0x0001–0x00FF, or automatic")
+        }
+        let socket = try L2CAPSocket.open(operations)
+        do {
+            let local = L2CAPSocketAddress(
+                address: adapterAddress, addressType: try L2CAPSocketAddress.kernelType(.public), psm: psm)
+            try L2CAPSocket.bind(socket, to: local, operations)
+            if security != .low { try L2CAPSocket.setSecurity(socket, security, operations) }
+            if let receiveMTU { try L2CAPSocket.setReceiveMTU(socket, receiveMTU, operations) }
+            if case .failure(let errno) = operations.listen(socket, CInt(clamping: max(backlog, 1))) {
+                throw BluetoothError(errno, while: "listening on \(psm)")
+            }
+            let bound = try L2CAPSocket.localAddress(socket, operations)
+            return L2CAPListener(
+                listeningSocket: socket, psm: bound.psm, watermarks: watermarks, setUp: acceptedChannel,
+                operations: operations)
+        } catch {
+            L2CAPSocket.abandon(socket, operations)
+            throw error
+        }
+    }
+
+    /// How an accepted kernel L2CAP socket is read: its MTUs, and its peer from a `sockaddr_l2`.
+    static let acceptedChannel = AcceptedChannelSetUp(peerAddressSize: MemoryLayout<sockaddr_l2>.size) {
+        socket, peerAddress, operations in
+        let mtus = try L2CAPSocket.mtus(socket, operations)
+        let peer = L2CAPSocketAddress(bytes: peerAddress)
+        return AcceptedChannelSetUp.Accepted(
+            sendMTU: mtus.send, receiveMTU: mtus.receive, peerAddress: peer?.address,
+            peerAddressType: peer.flatMap { L2CAPSocketAddress.addressType(kernelType: $0.addressType) })
+    }
+}

@@ -1,0 +1,255 @@
+import Able
+import AbleDBus
+import AbleTestSupport
+import Testing
+
+@testable import AbleBlueZ
+
+@Suite(.timeLimit(.minutes(1)))
+struct GATTServerTests {
+    static let service: BluetoothUUID = "12E61727-B41A-436F-B64D-4777B35F2294"
+    static let psm: BluetoothUUID = "ABDD3056-28FA-441D-A470-55A75A52553A"
+    static let stored: BluetoothUUID = "ABDD3056-28FA-441D-A470-55A75A525500"
+    static let writeOnly: BluetoothUUID = "ABDD3056-28FA-441D-A470-55A75A525501"
+    static let other: BluetoothUUID = "ABDD3056-28FA-441D-A470-55A75A525502"
+
+    /// The seed's server: a PSM characteristic answered by a handler, plus stored and catch-all ones.
+    static func definition(events: Locked<[String]>) -> GATTServerDefinition {
+        GATTServerDefinition {
+            Service(service) {
+                Characteristic(psm, properties: [.read, .indicate, .notify]) {
+                    Descriptor(
+                        .characteristicUserDescription, permissions: [.readable, .writable], value: Array("PSM".utf8))
+                }
+                Characteristic(stored, properties: [.read, .write], value: [1, 2, 3])
+                Characteristic(writeOnly, properties: [.write])
+                Characteristic(other, properties: [.read, .write])
+            }
+            OnRead([psm]) { request in
+                events.value.append("read psm at \(request.offset)")
+                return [0x80, 0x00]
+            }
+            OnAnyRead { request in
+                guard request.uuid == other else { return Array(request.storedValue.dropFirst(request.offset)) }
+                throw ATTError.application(0x80)!
+            }
+            OnAnyWrite { request in
+                events.value.append("write \(request.value)")
+                return request.uuid == other ? .accept : .store
+            }
+            OnWriteDescriptor(.characteristicUserDescription) { request in
+                events.value.append("descriptor \(request.value)")
+                return .store
+            }
+            OnStateChange { _, isOpen in events.value.append("open \(isOpen)") }
+            OnSubscriptionChange { _, _, uuid, subscribed in events.value.append("subscribed \(subscribed)") }
+        }
+    }
+
+    struct Fixture {
+        let bus: PrivateBus
+        let fake: FakeBlueZ
+        let adapter: Adapter
+        let events: Locked<[String]>
+    }
+
+    func withServer(_ body: (Fixture, GATTServer) async throws -> Void) async throws {
+        let bus = try PrivateBus()
+        let fake = try await FakeBlueZ.start(on: bus)
+        let system = try await BlueZSystem.open(on: try await bus.connect())
+        let adapter = Adapter(backend: try await BlueZAdapterBackend.open(name: "hci1", system: system))
+        let events = Locked<[String]>([])
+        let server = try await GATTServer.start(on: adapter, definition: Self.definition(events: events))
+        try await body(Fixture(bus: bus, fake: fake, adapter: adapter, events: events), server)
+        await server.close()
+    }
+
+    /// The path BlueZ sees for the characteristic with `uuid`.
+    func path(_ fake: FakeBlueZ, _ uuid: BluetoothUUID, interface: String = "org.bluez.GattCharacteristic1") throws
+        -> DBusObjectPath
+    {
+        let objects = try #require(fake.application.value?.objects)
+        return try #require(
+            objects.first { (try? $0.value[interface]?.decode("UUID", as: String.self)) == uuid.uuidString }?.key)
+    }
+
+    func call(
+        _ fixture: Fixture, _ uuid: BluetoothUUID, _ method: String, _ arguments: [DBusValue], descriptor: Bool = false
+    )
+        async throws -> [DBusValue]
+    {
+        let interface = descriptor ? "org.bluez.GattDescriptor1" : "org.bluez.GattCharacteristic1"
+        let application = try #require(fixture.fake.application.value)
+        return try await fixture.fake.connection.call(
+            destination: application.owner, path: try path(fixture.fake, uuid, interface: interface),
+            interface: interface,
+            method: method, arguments: arguments)
+    }
+
+    static func options(_ entries: [String: DBusValue] = [:]) -> DBusValue {
+        .dictionary(
+            key: .string, value: .variant,
+            entries.map { DBusDictionaryEntry(key: .string($0.key), value: .variant($0.value)) })
+    }
+
+    @Test func aServerCancelledBeforeBlueZAnswersIsUnregistered() async throws {
+        let bus = try PrivateBus()
+        let fake = try await FakeBlueZ.start(on: bus)
+        let system = try await BlueZSystem.open(on: try await bus.connect())
+        let adapter = Adapter(backend: try await BlueZAdapterBackend.open(name: "hci1", system: system))
+        fake.replyDelay.value = .seconds(2)
+        let starting = Task { try await GATTServer.start(on: adapter, definition: Self.definition(events: Locked([]))) }
+        try await waitUntil { fake.application.value != nil }
+        starting.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await starting.value }
+        #expect(fake.application.value == nil)
+    }
+
+    @Test func theApplicationIsRegisteredWithItsObjectsAndFlags() async throws {
+        try await withServer { fixture, server in
+            let objects = try #require(fixture.fake.application.value?.objects)
+            #expect(objects.count == 6)  // a service, four characteristics, a descriptor
+            let psm = try #require(objects[try path(fixture.fake, Self.psm)]?["org.bluez.GattCharacteristic1"])
+            #expect(Set(try #require(try psm.decode("Flags", as: [String].self))) == ["read", "indicate", "notify"])
+            #expect(fixture.events.value.contains("open true"))
+            #expect(await server.isOpen)
+        }
+    }
+
+    @Test func readsAreAnsweredByHandlersAndStoredValues() async throws {
+        try await withServer { fixture, _ in
+            let psm = try await call(
+                fixture, Self.psm, "ReadValue",
+                [Self.options(["offset": .uint16(0), "device": .objectPath("/org/bluez/hci1/dev_00_AA_01_00_00_00")])])
+            #expect(psm == [.bytes([0x80, 0x00])])
+            #expect(
+                try await call(fixture, Self.stored, "ReadValue", [Self.options(["offset": .uint16(1)])]) == [
+                    .bytes([2, 3])
+                ])
+            let descriptor = try await call(
+                fixture, .characteristicUserDescription, "ReadValue", [Self.options()], descriptor: true)
+            #expect(descriptor == [.bytes(Array("PSM".utf8))])
+            #expect(fixture.events.value.contains("read psm at 0"))
+        }
+    }
+
+    @Test func writesAreStoredOrKeptByTheHandler() async throws {
+        try await withServer { fixture, server in
+            _ = try await call(
+                fixture, Self.stored, "WriteValue", [.bytes([9, 9]), Self.options(["offset": .uint16(1)])])
+            #expect(await server.value(of: Self.stored) == [1, 9, 9])
+            _ = try await call(fixture, Self.other, "WriteValue", [.bytes([7]), Self.options()])
+            #expect(await server.value(of: Self.other) == [])
+            _ = try await call(
+                fixture, .characteristicUserDescription, "WriteValue", [.bytes([1]), Self.options()], descriptor: true)
+            #expect(fixture.events.value.contains("write [9, 9]"))
+            #expect(fixture.events.value.contains("descriptor [1]"))
+        }
+    }
+
+    @Test func badRequestsGetTheProperATTError() async throws {
+        let cases: [(String, BluetoothUUID, [DBusValue], ATTError)] = [
+            ("ReadValue", Self.writeOnly, [], .readNotPermitted),
+            ("WriteValue", Self.psm, [.bytes([1])], .writeNotPermitted),
+            ("WriteValue", Self.stored, [.bytes(Array(repeating: 0, count: 513))], .invalidAttributeValueLength),
+            ("ReadValue", Self.other, [], ATTError.application(0x80)!),
+        ]
+        try await withServer { fixture, _ in
+            for (method, uuid, value, expected) in cases {
+                print("case", method, uuid)
+                let error = await #expect(throws: DBusError.self) {
+                    try await call(fixture, uuid, method, value + [Self.options()])
+                }
+                #expect(error?.name.rawValue == expected.bluezReply.name, "\(method) \(uuid)")
+                #expect(error?.message == expected.bluezReply.message, "\(method) \(uuid)")
+            }
+        }
+    }
+
+    @Test func aBadOffsetIsRefused() async throws {
+        try await withServer { fixture, _ in
+            let error = await #expect(throws: DBusError.self) {
+                try await call(
+                    fixture, Self.stored, "WriteValue", [.bytes([1]), Self.options(["offset": .uint16(10)])])
+            }
+            #expect(error?.name.rawValue == ATTError.invalidOffset.bluezReply.name)
+        }
+    }
+
+    @Test func notifyingChangesTheValueBlueZSeesAndSubscriptionsAreReported() async throws {
+        try await withServer { fixture, server in
+            let changes = try await fixture.fake.connection.signals(
+                matching: DBusMatchRule(
+                    path: try path(fixture.fake, Self.psm), interface: "org.freedesktop.DBus.Properties"))
+            _ = try await call(fixture, Self.psm, "StartNotify", [])
+            try await waitUntil { await server.isSubscribed(Self.psm) }
+            try await server.notify(Self.psm, value: [0x81, 0x00])
+            for try await signal in changes {
+                let changed = try signal.arguments[1].decode([String: DBusVariant].self)
+                #expect(try changed.decode("Value", as: [UInt8].self) == [0x81, 0x00])
+                break
+            }
+            _ = try await call(fixture, Self.psm, "StopNotify", [])
+            try await waitUntil { fixture.events.value.contains("subscribed false") }
+            let error = await #expect(throws: BluetoothError.self) { try await server.notify(Self.stored, value: [1]) }
+            #expect(error?.code == .notSupported)
+        }
+    }
+
+    @Test func anIndicationWaitsForItsConfirmation() async throws {
+        try await withServer { fixture, server in
+            let confirmed = Locked(false)
+            let indication = Task {
+                try await server.indicate(Self.psm, value: [5], timeout: .seconds(5))
+                confirmed.value = true
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(!confirmed.value)
+            _ = try await call(fixture, Self.psm, "Confirm", [])
+            try await indication.value
+            #expect(confirmed.value)
+            let timeout = await #expect(throws: BluetoothError.self) {
+                try await server.indicate(Self.psm, value: [6], timeout: .milliseconds(100))
+            }
+            #expect(timeout?.code == .timeout)
+        }
+    }
+
+    @Test func anotherProcessCallingTheServerIsRefusedAndChangesNothing() async throws {
+        try await withServer { fixture, server in
+            let stranger = try await fixture.bus.connect()
+            let application = try #require(fixture.fake.application.value)
+            let error = await #expect(throws: DBusError.self) {
+                try await stranger.call(
+                    destination: application.owner, path: try path(fixture.fake, Self.stored),
+                    interface: "org.bluez.GattCharacteristic1", method: "WriteValue",
+                    arguments: [.bytes([0]), Self.options()])
+            }
+            #expect(error?.name == .accessDenied)
+            #expect(await server.value(of: Self.stored) == [1, 2, 3])
+        }
+    }
+
+    @Test func closingUnregistersAndTheStoredDefinitionOpensAgain() async throws {
+        let bus = try PrivateBus()
+        let fake = try await FakeBlueZ.start(on: bus)
+        let system = try await BlueZSystem.open(on: try await bus.connect())
+        let adapter = Adapter(backend: try await BlueZAdapterBackend.open(name: "hci1", system: system))
+        let events = Locked<[String]>([])
+        let definition = Self.definition(events: events)
+        for _ in 0..<2 {
+            let server = try await GATTServer.start(on: adapter, definition: definition)
+            let owner = try #require(fake.application.value?.owner)
+            let root = try #require(fake.application.value?.root)
+            await server.close()
+            #expect(fake.application.value == nil)
+            let error = await #expect(throws: DBusError.self) {
+                try await fake.connection.call(
+                    destination: owner, path: root, interface: "org.freedesktop.DBus.ObjectManager",
+                    method: "GetManagedObjects")
+            }
+            #expect(error?.name == .unknownObject)
+        }
+        #expect(events.value.filter { $0.hasPrefix("open") } == ["open true", "open false", "open true", "open false"])
+    }
+}

@@ -1,0 +1,120 @@
+import AbleStreams
+import AbleTestSupport
+import Dispatch
+import Synchronization
+import Testing
+
+@Suite(.timeLimit(.minutes(1)))
+struct DeliveryBufferTests {
+    @Test func valuesArriveInOrderThenTheStreamEnds() async throws {
+        let buffer = DeliveryBuffer<Int>(limit: 100, policy: .dropNewest)
+        for value in 0..<50 { #expect(buffer.yield(value) == .enqueued) }
+        buffer.finish()
+        #expect(buffer.yield(99) == .terminated)
+        var received: [Int] = []
+        while let value = try await buffer.next() { received.append(value) }
+        #expect(received == Array(0..<50))
+    }
+
+    @Test func aFullBufferDropsTheNewestOrTheOldestAndCountsIt() async throws {
+        let keepOldest = DeliveryBuffer<Int>(limit: 3, policy: .dropNewest)
+        let keepNewest = DeliveryBuffer<Int>(limit: 3, policy: .dropOldest)
+        for value in 0..<5 {
+            #expect(keepOldest.yield(value) == (value < 3 ? .enqueued : .dropped))
+            #expect(keepNewest.yield(value) == (value < 3 ? .enqueued : .dropped))
+        }
+        keepOldest.finish()
+        keepNewest.finish()
+        var oldest: [Int] = []
+        while let value = try await keepOldest.next() { oldest.append(value) }
+        var newest: [Int] = []
+        while let value = try await keepNewest.next() { newest.append(value) }
+        #expect(oldest == [0, 1, 2])
+        #expect(newest == [2, 3, 4])
+        #expect(keepOldest.droppedCount == 2)
+        #expect(keepNewest.droppedCount == 2)
+    }
+
+    @Test func bufferedValuesComeBeforeTheError() async throws {
+        struct Gone: Error {}
+        let buffer = DeliveryBuffer<Int>(limit: 10, policy: .dropNewest)
+        buffer.yield(1)
+        buffer.yield(2)
+        buffer.finish(throwing: Gone())
+        #expect(try await buffer.next() == 1)
+        #expect(try await buffer.next() == 2)
+        await #expect(throws: Gone.self) { try await buffer.next() }
+    }
+
+    @Test func aWaitingConsumerIsWokenByAYield() async throws {
+        let buffer = DeliveryBuffer<Int>(limit: 10, policy: .dropNewest)
+        let consumer = Task { try await buffer.next() }
+        try await waitUntil { buffer.isConsumerWaiting }
+        buffer.yield(7)
+        #expect(try await consumer.value == 7)
+    }
+
+    @Test func cancellingTheWaitingConsumerEndsTheStreamOnce() async throws {
+        let buffer = DeliveryBuffer<Int>(limit: 10, policy: .dropNewest)
+        let terminations = Atomic<Int>(0)
+        buffer.onTermination { terminations.add(1, ordering: .relaxed) }
+        let consumer = Task { try await buffer.next() }
+        try await waitUntil { buffer.isConsumerWaiting }
+        consumer.cancel()
+        #expect(try await consumer.value == nil)
+        buffer.finish()
+        #expect(buffer.yield(1) == .terminated)
+        #expect(terminations.load(ordering: .relaxed) == 1)
+    }
+
+    @Test func aBatchWakesTheConsumerOnceWhenItEnds() async throws {
+        let buffer = DeliveryBuffer<Int>(limit: 100, policy: .dropNewest)
+        let consumer = Task {
+            var received: [Int] = []
+            while received.count < 30, let value = try await buffer.next() { received.append(value) }
+            return received
+        }
+        try await waitUntil { buffer.isConsumerWaiting }
+        // The batch runs on a thread of its own, as a connection's dispatch does.
+        let stillWaitingAtTheEnd = await withCheckedContinuation { continuation in
+            DispatchQueue(label: "batch").async {
+                let waiting = DeliveryBatch().run {
+                    for value in 0..<30 { buffer.yield(value) }
+                    // Nothing woke the consumer yet: its values wait for the end of the batch.
+                    return buffer.isConsumerWaiting && buffer.bufferedCount == 30
+                }
+                continuation.resume(returning: waiting)
+            }
+        }
+        #expect(stillWaitingAtTheEnd)
+        #expect(try await consumer.value == Array(0..<30))
+    }
+
+    @Test func outsideABatchAYieldWakesAtOnce() async throws {
+        let buffer = DeliveryBuffer<Int>(limit: 10, policy: .dropNewest)
+        let consumer = Task { try await buffer.next() }
+        try await waitUntil { buffer.isConsumerWaiting }
+        let wokenAtOnce = await withCheckedContinuation { continuation in
+            DispatchQueue(label: "producer").async {
+                buffer.yield(1)
+                continuation.resume(returning: !buffer.isConsumerWaiting)
+            }
+        }
+        #expect(wokenAtOnce)
+        #expect(try await consumer.value == 1)
+    }
+
+    @Test func aHeldValueCountsAsUntakenUntilReleased() async throws {
+        let buffer = DeliveryBuffer<Int>(limit: 10, policy: .dropNewest)
+        #expect(!buffer.hasUntakenElements)
+        buffer.yield(1)
+        buffer.yield(2)
+        #expect(buffer.hasUntakenElements)
+        #expect(try await buffer.next() == 1)
+        #expect(try await buffer.nextHeld() == 2)
+        #expect(buffer.bufferedCount == 0)
+        #expect(buffer.hasUntakenElements)
+        buffer.releaseHeld()
+        #expect(!buffer.hasUntakenElements)
+    }
+}
