@@ -46,7 +46,18 @@ let package = Package(
         .testTarget(
             name: "AbleSimulatorTests", dependencies: ["Able", "AbleSimulator", "AbleScenarios", "AbleTestSupport"]),
         .testTarget(
-            name: "RealBlueZTests", dependencies: ["Able", "AbleBlueZ", "AbleDBus", "AbleScenarios"], exclude: ["Fixtures"]),
+            name: "RealBlueZTests", dependencies: ["Able", "AbleBlueZ", "AbleDBus", "AbleScenarios"],
+            exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Imports are internal unless a file says otherwise, so that no C module leaks into a public
+// signature, and a file must import every module whose members it uses.
+for target in package.targets where target.type != .system {
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [
+            .enableUpcomingFeature("InternalImportsByDefault"),
+            .enableUpcomingFeature("MemberImportVisibility"),
+        ]
+}

@@ -1,5 +1,6 @@
 import Able
 import AbleDBus
+import AbleStreams
 
 /// An adapter as BlueZ exports it: an `org.bluez.Adapter1` object such as `/org/bluez/hci0`.
 struct BlueZAdapterBackend: AdapterBackend {

@@ -1,13 +1,11 @@
 import Able
 import AbleDBus
-import Foundation
 
 extension BlueZAdapterBackend {
     func startAdvertising(_ advertisement: Advertisement) async throws -> AdvertisingSet {
         try advertisement.validateLegacyLength()
         let connection = system.connection
-        let path = DBusObjectPath(
-            rawValue: "/able/advertisement_" + UUID().uuidString.replacingOccurrences(of: "-", with: ""))!
+        let path = DBusObjectPath.unique("/able/advertisement_")
         let bluez = try await connection.nameOwner(of: BlueZSystem.service)
         let released = ReleaseFlag()
         try await connection.export(

@@ -1,6 +1,5 @@
 import Able
 import AbleDBus
-import Foundation
 
 /// A `org.bluez.Agent1` object answering BlueZ's pairing requests with a ``PairingAgent``.
 ///
@@ -10,8 +9,7 @@ enum BlueZAgent {
     static func withAgent<T: Sendable>(
         _ agent: PairingAgent, system: BlueZSystem, _ body: () async throws -> T
     ) async throws -> T {
-        let path = DBusObjectPath(
-            rawValue: "/able/agent/" + UUID().uuidString.replacingOccurrences(of: "-", with: "_"))!
+        let path = DBusObjectPath.unique("/able/agent/a")
         let bluez = try await system.connection.nameOwner(of: BlueZSystem.service)
         try await system.connection.export(
             [interface(agent)], at: path, authorize: { sender in sender == bluez })

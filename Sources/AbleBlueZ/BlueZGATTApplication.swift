@@ -1,6 +1,5 @@
 import Able
 import AbleDBus
-import Foundation
 import Synchronization
 
 /// A GATT server as BlueZ serves it: an application object tree (`GattService1`,
@@ -18,7 +17,7 @@ final class BlueZGATTApplication: GATTServerBackend {
     init(system: BlueZSystem, adapter: DBusObjectPath) {
         self.system = system
         self.adapter = adapter
-        self.root = DBusObjectPath(rawValue: "/able/gatt_" + UUID().uuidString.replacingOccurrences(of: "-", with: ""))!
+        self.root = DBusObjectPath.unique("/able/gatt_")
     }
 
     func open(_ core: GATTServerCore, events: GATTServerEvents) async throws {

@@ -1,5 +1,6 @@
 import Able
 import AbleDBus
+import AbleStreams
 import Synchronization
 
 /// Fans BlueZ's notifications out to Able's streams: one `StartNotify` per characteristic,

@@ -1,5 +1,5 @@
-import Able
-import AbleDBus
+package import Able
+package import AbleDBus
 import Synchronization
 
 /// The process's connection to BlueZ on the system bus and its object tree, shared by every
@@ -90,5 +90,15 @@ extension BluetoothError {
             default: .failed
             }
         self.init(code, message: error.message, cause: error, errorName: nil, file: file, line: line)
+    }
+}
+
+extension DBusObjectPath {
+    /// A fresh path for an object Able exports, `prefix` followed by 32 random hex digits, so
+    /// that two servers, advertisements or agents of one process never collide.
+    static func unique(_ prefix: String) -> DBusObjectPath {
+        var generator = SystemRandomNumberGenerator()
+        let suffix = (0..<2).map { _ in Hex.format(generator.next() as UInt64, digits: 16) }.joined()
+        return DBusObjectPath(rawValue: prefix + suffix)!
     }
 }

@@ -1,5 +1,5 @@
-import Able
-import AbleDBus
+package import Able
+package import AbleDBus
 
 /// BlueZ as the system backend: ``Adapter/default()`` and ``Adapter/named(_:)`` find this type
 /// by name (`Adapter.systemBackendTypeName`) and open their adapters through it.

@@ -1,4 +1,6 @@
 import Able
+import AbleStreams
+import Synchronization
 
 /// The simulator's adapters.
 struct SimulatedAdapterBackend: AdapterBackend {

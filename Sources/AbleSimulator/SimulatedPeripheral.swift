@@ -1,4 +1,5 @@
-import Able
+public import Able
+import Synchronization
 
 /// A device on a ``SimulatedRadio``, as the test drives it: its notifications, its timing, and
 /// the faults it shows the central.

@@ -1,4 +1,6 @@
 import Able
+import AbleStreams
+import Synchronization
 
 /// A remote device seen from a simulated central.
 struct SimulatedPeripheralBackend: PeripheralBackend {

@@ -1,4 +1,5 @@
-import Able
+public import Able
+import AbleStreams
 import Synchronization
 
 /// An in-memory Bluetooth radio for tests: simulated adapters and peripherals that find,

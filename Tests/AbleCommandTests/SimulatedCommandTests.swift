@@ -1,5 +1,6 @@
 import Able
 import AbleSimulator
+import Foundation
 import Testing
 
 @testable import AbleCommand

@@ -1,5 +1,5 @@
-import Able
-import Testing
+public import Able
+public import Testing
 
 /// The scenarios every backend must pass alike: written once, run on the simulated radio in
 /// every `swift test` and on real BlueZ in the QEMU guest.

@@ -1,7 +1,7 @@
-import Able
+public import Able
 import Foundation
 import Synchronization
-import Testing
+public import Testing
 
 /// Where the scenarios run: two adapters that see each other, a central and a peripheral, on
 /// the simulated radio or on real BlueZ.

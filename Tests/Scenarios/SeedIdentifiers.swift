@@ -1,4 +1,4 @@
-import Able
+public import Able
 
 /// The services of the seed-002 scenario (`Snippets/ReadAcrossServices.swift` declares the same
 /// for itself): the tests of every tier use these.

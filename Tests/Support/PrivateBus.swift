@@ -1,5 +1,5 @@
-import AbleDBus
-import Foundation
+public import AbleDBus
+public import Foundation
 
 /// A `dbus-daemon` of the test's own, on a socket in a fresh temporary directory.
 public final class PrivateBus: Sendable {

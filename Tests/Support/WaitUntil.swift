@@ -1,4 +1,4 @@
-import Testing
+public import Testing
 
 /// Polls `condition` every 10 ms until it holds, failing the test after `timeout`.
 public func waitUntil(

@@ -1,4 +1,4 @@
-import AbleStreams
+package import AbleStreams
 
 /// The values a characteristic notifies or indicates, for `for try await`.
 ///

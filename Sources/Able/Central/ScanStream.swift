@@ -1,4 +1,4 @@
-import AbleStreams
+package import AbleStreams
 
 /// The devices a scan discovers, for `for try await`.
 ///

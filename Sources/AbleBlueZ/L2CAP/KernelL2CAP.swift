@@ -1,4 +1,4 @@
-import Able
+package import Able
 import CBluetooth
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
-import Able
-import CBluetooth
+package import Able
+package import CBluetooth
 
 /// The kernel's `struct sockaddr_l2`: where an L2CAP socket binds, listens or connects.
 ///

@@ -1,4 +1,4 @@
-import Able
+package import Able
 
 extension ATTError {
     /// The `org.bluez.Error.*` name a BlueZ GATT server handler replies with to send this code,

@@ -1,4 +1,4 @@
-import Able
+package import Able
 
 /// BlueZ's `Flags` strings for the security of characteristics and descriptors.
 extension AttributePermissions {

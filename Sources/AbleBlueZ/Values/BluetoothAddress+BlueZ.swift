@@ -1,4 +1,4 @@
-import Able
+package import Able
 
 extension BluetoothAddress {
     /// Parses an address from the name BlueZ gives a device's object, such as `dev_00_AA_01_01_00_01`.

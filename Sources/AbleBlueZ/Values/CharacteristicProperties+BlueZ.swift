@@ -1,4 +1,4 @@
-import Able
+package import Able
 
 /// BlueZ folds a characteristic's properties and the security its server demands into one
 /// `Flags` string array on `org.bluez.GattCharacteristic1`; these build it and read it back.

@@ -1,4 +1,5 @@
 import CDBus
+import Dispatch
 
 extension ConnectionCore {
     private static let propertiesInterface = "org.freedesktop.DBus.Properties"

@@ -1,4 +1,4 @@
-import Dispatch
+package import Dispatch
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-import Dispatch
+package import Dispatch
 
 /// A serial dispatch queue that the dispatch sources of one socket run on, and that the actor
 /// owning the socket uses as its executor, so that its isolated code and the sources' handlers
