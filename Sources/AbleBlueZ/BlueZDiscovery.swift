@@ -57,9 +57,6 @@ actor BlueZDiscoveryCoordinator {
         }
     }
 
-    /// How many scans are running on an adapter.
-    func activeScans(on adapter: DBusObjectPath) -> Int { scans[adapter]?.count ?? 0 }
-
     /// The filter BlueZ gets: LE only, and services or RSSI only when every scan asks for them
     /// (BlueZ would otherwise hide from one scan what another needs).
     static func merge(_ filters: [ScanFilter]) -> DBusValue {

@@ -1,5 +1,6 @@
 import Able
 import AbleDBus
+import AbleStreams
 import Synchronization
 
 /// A GATT server as BlueZ serves it: an application object tree (`GattService1`,

@@ -128,7 +128,4 @@ final class BlueZNotificationHub: Sendable {
     func drain() async {
         await queue.drain()
     }
-
-    /// How many characteristics have notifications running (for leak checks).
-    var activeCount: Int { entries.withLock { $0.count } }
 }

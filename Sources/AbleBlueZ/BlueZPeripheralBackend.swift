@@ -212,18 +212,11 @@ struct BlueZPeripheralBackend: PeripheralBackend {
         let changes = system.tree.changes()
         // The tree may lack a Connected = true BlueZ did not announce: ask before trusting it.
         if (try? await system.tree.refresh(Self.device, at: path)) == nil || !isConnected { return true }
-        return await withTaskGroup(of: Bool.self) { [self] group in
-            group.addTask {
-                for await _ in changes where !isConnected { return true }
-                return false
-            }
-            group.addTask {
-                try? await Task.sleep(for: grace)
-                return false
-            }
-            defer { group.cancelAll() }
-            return await group.next() ?? false
+        let disconnected = try? await withTimeLimit(grace) { [self] in
+            for await _ in changes where !isConnected { return true }
+            return false
         }
+        return disconnected == true
     }
 
     func mtu(of characteristic: GATTCharacteristic) -> Int? {

@@ -1,4 +1,4 @@
-package import Able
+import Able
 package import AbleDBus
 import Synchronization
 
@@ -61,7 +61,7 @@ package final class BlueZSystem: Sendable {
     func callEvenIfCancelled(
         _ path: DBusObjectPath, _ interface: String, _ method: String, _ arguments: [DBusValue] = []
     ) async {
-        await Task.detached { [self] in _ = try? await call(path, interface, method, arguments) }.value
+        await runEvenIfCancelled { [self] in _ = try? await call(path, interface, method, arguments) }
     }
 
     func setProperty(_ path: DBusObjectPath, _ interface: String, _ name: String, _ value: DBusValue) async throws {

@@ -46,18 +46,6 @@ struct SimulatedPair: Sendable {
     }
 }
 
-/// Runs `operation`, throwing ``BluetoothError/Code/timeout`` when it takes longer than
-/// `timeout` (in the command's words: seconds); the operation is cancelled then.
-func withTimeout<T: Sendable>(
-    _ timeout: Duration, _ what: String, _ operation: @escaping @Sendable () async throws -> T
-) async throws -> T {
-    guard let value = try await withTimeLimit(timeout, operation) else {
-        try Task.checkCancellation()
-        throw BluetoothError(.timeout, message: "\(what) took longer than \(timeout.seconds) s")
-    }
-    return value
-}
-
 /// Connects to the peripheral at `address` (scanning for it first when the adapter has not seen
 /// it), runs `body`, and disconnects, whatever `body` does.
 func withConnection<T: Sendable>(
@@ -71,7 +59,7 @@ func withConnection<T: Sendable>(
     } catch let error as BluetoothError where error.code == .doesNotExist {
         console.progress("scanning for \(address)…")
         let scan = try await adapter.scan()
-        let found = try await withTimeout(timeout, "finding \(address)") {
+        let found = try await withDeadline(timeout, what: "finding \(address)") {
             for try await discovery in scan where discovery.address == address { return discovery }
             throw CancellationError()
         }

@@ -15,25 +15,8 @@ struct SimulatedL2CAPLink {
     var central: BluetoothAddress
     var peripheral: BluetoothAddress
     var psm: PSM
-    var ends: [SocketEnd]
+    var ends: [DescriptorIdentity]
     var loss: LinkLoss
-
-    struct SocketEnd {
-        var descriptor: CInt
-        var inode: ino_t
-
-        init?(_ descriptor: CInt) {
-            var status = stat()
-            guard fstat(descriptor, &status) == 0 else { return nil }
-            self.descriptor = descriptor
-            self.inode = status.st_ino
-        }
-
-        var isOpen: Bool {
-            var status = stat()
-            return fstat(descriptor, &status) == 0 && status.st_ino == inode
-        }
-    }
 
     /// Whether either channel is still open.
     var isOpen: Bool { ends.contains { $0.isOpen } }
@@ -132,7 +115,7 @@ extension SimulatedPeripheralBackend {
         let centralMTU = options.receiveMTU ?? defaultL2CAPMTU
         let peripheralMTU = listener.options.receiveMTU ?? defaultL2CAPMTU
         let (centralSocket, peripheralSocket) = try L2CAPChannel.makeSocketPair(mtu: max(centralMTU, peripheralMTU))
-        let ends = [centralSocket, peripheralSocket].compactMap(SimulatedL2CAPLink.SocketEnd.init)
+        let ends = [centralSocket, peripheralSocket].compactMap(DescriptorIdentity.init)
         let loss = LinkLoss()
         let centralChannel: L2CAPChannel
         do {

@@ -84,7 +84,7 @@ public actor Peripheral {
             result = .failure(error)
         }
         let backend = self.backend
-        await Task.detached { try? await backend.disconnect() }.value
+        await runEvenIfCancelled { try? await backend.disconnect() }
         return try result.get()
     }
 

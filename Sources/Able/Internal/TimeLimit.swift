@@ -20,6 +20,8 @@ package func withDeadline<T: Sendable>(
     _ timeout: Duration, what: String, _ operation: @escaping @Sendable () async throws -> T
 ) async throws -> T {
     guard let value = try await withTimeLimit(timeout, operation) else {
+        // Time and a cancellation can run out together: the cancellation is what the caller asked for.
+        try Task.checkCancellation()
         throw BluetoothError(.timeout, message: "\(what) took longer than \(timeout)")
     }
     return value

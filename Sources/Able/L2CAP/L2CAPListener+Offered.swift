@@ -25,8 +25,7 @@ extension L2CAPListener {
                 Glibc.bind(socket, $0, socklen_t(MemoryLayout<sa_family_t>.size))
             }
         }
-        var status = stat()
-        guard bound == 0, Glibc.listen(socket, 1) == 0, fstat(socket, &status) == 0 else {
+        guard bound == 0, Glibc.listen(socket, 1) == 0, let identity = DescriptorIdentity(socket) else {
             let error = BluetoothError(Errno.current, while: "listening on an AF_UNIX socket")
             Glibc.close(socket)
             throw error
@@ -38,7 +37,7 @@ extension L2CAPListener {
         let core = ListenerCore(
             socket: socket, operations: .system, executor: SocketQueue(label: "Able.L2CAPListener"),
             watermarks: .default, setUp: setUp)
-        return (L2CAPListener(psm: psm, core: core), L2CAPChannelOffer(core: core, inode: status.st_ino))
+        return (L2CAPListener(psm: psm, core: core), L2CAPChannelOffer(core: core, socket: identity))
     }
 }
 
@@ -48,14 +47,10 @@ extension L2CAPListener {
 /// as any other does, and ``isListening`` turns `false`.
 package struct L2CAPChannelOffer: Sendable {
     fileprivate let core: ListenerCore
-    /// The listening socket's inode: a closed socket's descriptor may be reused by another.
-    fileprivate let inode: ino_t
+    fileprivate let socket: DescriptorIdentity
 
     /// Whether the listener still listens: its socket is not closed yet.
-    package var isListening: Bool {
-        var status = stat()
-        return fstat(core.socket, &status) == 0 && status.st_ino == inode
-    }
+    package var isListening: Bool { socket.isOpen }
 
     /// Hands a channel to the listener's ``L2CAPListener/channels``, as if a peer had connected.
     ///

@@ -1,3 +1,4 @@
+import AbleStreams
 import CDBus
 import Dispatch
 
@@ -232,16 +233,6 @@ final class Replier: @unchecked Sendable {
             fail(error)
         case .failure(let error):
             fail(DBusError(.failed, String(describing: error)))
-        }
-    }
-}
-
-extension Result where Failure == any Error {
-    init(catching body: () async throws -> Success) async {
-        do {
-            self = .success(try await body())
-        } catch {
-            self = .failure(error)
         }
     }
 }

@@ -44,8 +44,4 @@ final class PendingReply: Sendable {
         continuation?.resume(with: result)
         return continuation != nil
     }
-
-    var isFinished: Bool {
-        state.withLock { if case .finished = $0 { true } else { false } }
-    }
 }

@@ -1,3 +1,5 @@
+import Able
+
 /// A wait that ran out of time.
 struct TimedOut: Error, CustomStringConvertible {
     var waitingFor: String
@@ -46,8 +48,8 @@ func poll<T>(
 
 /// Runs `body`, then `cleanup` whether `body` returned or threw.
 ///
-/// `cleanup` runs in a task of its own, so it still talks to BlueZ when the test's task was
-/// cancelled (by a time limit, for example).
+/// `cleanup` runs even when the test's task was cancelled (by a time limit, for example), so
+/// that it still talks to BlueZ.
 func withCleanup<T>(
     _ body: () async throws -> T, cleanup: @escaping @Sendable () async -> Void
 ) async throws -> T {
@@ -55,9 +57,9 @@ func withCleanup<T>(
     do {
         result = try await body()
     } catch {
-        await Task { await cleanup() }.value
+        await runEvenIfCancelled(cleanup)
         throw error
     }
-    await Task { await cleanup() }.value
+    await runEvenIfCancelled(cleanup)
     return result
 }

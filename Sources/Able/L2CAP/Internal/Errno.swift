@@ -20,16 +20,10 @@ package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     /// The value of `errno` now, right after a call failed.
     package static var current: Errno { Errno(errno) }
 
-    /// `EAGAIN` / `EWOULDBLOCK`: a nonblocking socket has nothing to give or no room to take.
-    package static let wouldBlock = Errno(EAGAIN)
-    /// `EINTR`: a signal interrupted the call; it is retried.
-    package static let interrupted = Errno(EINTR)
     /// `EINPROGRESS`: a nonblocking `connect(2)` has started.
     package static let inProgress = Errno(EINPROGRESS)
     /// `ECONNRESET`: the peer or the link reset the connection.
     package static let connectionReset = Errno(ECONNRESET)
-    /// `EPIPE`: the peer is gone; sending is over.
-    package static let brokenPipe = Errno(EPIPE)
     /// `EMSGSIZE`: the packet does not fit the socket's limit.
     package static let messageTooLong = Errno(EMSGSIZE)
     /// `EAFNOSUPPORT`: the kernel has no such address family (no Bluetooth here).

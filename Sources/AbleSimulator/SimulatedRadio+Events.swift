@@ -1,0 +1,101 @@
+import Able
+import AbleStreams
+import Synchronization
+
+extension SimulatedRadio {
+    /// Hands a notified value to every stream subscribed to the attribute.
+    ///
+    /// Injected faults apply here: a dropped notification reaches nobody, a delayed one arrives
+    /// later in simulated time (in order with the other delayed ones).
+    func deliver(_ value: [UInt8], from peripheral: BluetoothAddress, attribute: AttributeID) {
+        let (streams, delay) = state.withLock { state -> ([NotificationStream.Continuation], Duration) in
+            if let device = state.devices[peripheral], device.notificationsToDrop > 0 {
+                state.devices[peripheral]?.notificationsToDrop -= 1
+                return ([], .zero)
+            }
+            let streams = state.subscriptions.filter {
+                $0.key.peripheral == peripheral && $0.key.attribute == attribute
+            }
+            .flatMap { $0.value.values }
+            return (streams, state.devices[peripheral]?.notificationDelay ?? .zero)
+        }
+        guard delay > .zero else {
+            for stream in streams { stream.yield(value) }
+            return
+        }
+        clock.schedule(after: delay) {
+            for stream in streams { stream.yield(value) }
+        }
+    }
+
+    /// Ends a connection: its notification streams throw, the server hears of it.
+    func disconnect(central: BluetoothAddress, peripheral: BluetoothAddress, reason: String?) {
+        let (removed, streams, events) = state.withLock { state in
+            let removed =
+                state.connections.remove(RadioState.Connection(central: central, peripheral: peripheral)) != nil
+            let keys = state.subscriptions.keys.filter { $0.central == central && $0.peripheral == peripheral }
+            var streams: [NotificationStream.Continuation] = []
+            for key in keys { streams += state.subscriptions.removeValue(forKey: key)?.values ?? [:].values }
+            return (removed, streams, state.devices[peripheral]?.events)
+        }
+        dropL2CAPChannels(between: central, and: peripheral)
+        guard removed else { return }
+        connectionStateChanged(
+            RadioState.Connection(central: central, peripheral: peripheral), to: .disconnected(reason: reason))
+        for stream in streams {
+            stream.finish(throwing: BluetoothError(.disconnected, message: reason ?? "the peripheral disconnected"))
+        }
+        events?.connectionChanged(Central(address: central), false)
+    }
+
+    /// Tells a connection's state listeners (``Peripheral/connectionStates()``) about a change.
+    func connectionStateChanged(_ connection: RadioState.Connection, to newState: Peripheral.ConnectionState) {
+        let listeners = state.withLock { Array(($0.connectionListeners[connection] ?? [:]).values) }
+        for listener in listeners { listener.yield(newState) }
+    }
+
+    /// An adapter powered off loses its connections and scans.
+    func poweredOff(_ adapter: BluetoothAddress) {
+        let (connections, scans) = state.withLock { state in
+            (
+                state.connections.filter { $0.central == adapter || $0.peripheral == adapter },
+                state.scans.filter { $0.value.adapter == adapter }
+            )
+        }
+        for connection in connections {
+            disconnect(
+                central: connection.central, peripheral: connection.peripheral, reason: "the adapter was powered off")
+        }
+        let links = state.withLock { state in
+            state.channels.values.filter { $0.central == adapter || $0.peripheral == adapter }
+        }
+        for link in links { dropL2CAPChannels(between: link.central, and: link.peripheral) }
+        for scan in scans.values {
+            scan.continuation.finish(throwing: BluetoothError(.notPowered, message: "the adapter was powered off"))
+        }
+    }
+
+    /// Tells an adapter's state listeners about a change.
+    func adapterChanged(_ adapter: BluetoothAddress) {
+        let (listeners, state) = self.state.withLock { state in
+            (
+                Array((state.adapterListeners[adapter] ?? [:]).values),
+                state.adapters[adapter]?.publicState(discovering: state.scans.values.contains { $0.adapter == adapter })
+            )
+        }
+        guard let state else { return }
+        for listener in listeners { listener.yield(state) }
+    }
+
+    /// Reports one device to one scan, if the scan still runs and the device still advertises.
+    func deliver(_ device: BluetoothAddress, to scanID: UInt64) {
+        let delivery = state.withLock { state -> (ScanStream.Continuation, Discovery)? in
+            guard let scan = state.scans[scanID], scan.adapter != device,
+                state.adapters[scan.adapter]?.isPowered == true, let discovery = state.devices[device]?.discovery,
+                scan.filter.matches(discovery)
+            else { return nil }
+            return (scan.continuation, discovery)
+        }
+        if let (continuation, discovery) = delivery { continuation.yield(discovery) }
+    }
+}
