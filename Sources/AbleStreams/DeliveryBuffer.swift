@@ -5,8 +5,8 @@ import Synchronization
 /// `for try await` loop.
 ///
 /// The decisions are a ``DeliveryBufferStateMachine``'s; this is its storage: the machine behind
-/// a mutex, the consumer's continuation, and the termination handler, both run outside the lock.
-/// A yield takes the lock once, and so does a `next()` that finds a value.
+/// a mutex, and the consumers' continuations and the termination handler, which it resumes and
+/// runs outside the lock. A yield takes the lock once, and so does a `next()` that finds a value.
 ///
 /// **Buffering:** at most `limit` values wait for the consumer. When the buffer is full, the
 /// policy decides: ``Policy/dropNewest`` refuses the new value, ``Policy/dropOldest`` pushes out
