@@ -13,8 +13,12 @@ import Synchronization
 ///
 /// **Lifetime:** the subscription (and its match rule in the bus daemon) ends when iteration
 /// ends (the loop is left and its iterator discarded), when the iterating task is cancelled,
-/// or when the last copy of the stream is discarded. When the connection is lost the stream throws a ``DBusError`` with the name
-/// ``DBusError/Name/disconnected``.
+/// or when the last copy of the stream is discarded. When the connection is lost the stream
+/// throws a ``DBusError`` with the name ``DBusError/Name/disconnected``.
+///
+/// Cancelling the task that iterates ends the stream: `next()` returns `nil` once the values
+/// already buffered are taken, and the work behind the stream stops. Here the work is the
+/// subscription: its match rule is removed from the bus daemon.
 ///
 /// - Important: A stream is meant for one consumer. Several iterators of one stream share its
 ///   signals rather than each receiving all of them.

@@ -1,4 +1,9 @@
 /// Changes of one bus name's owner; see ``DBusConnection/nameOwnerChanges(of:)``.
+///
+/// Its buffering and lifetime are those of ``DBusSignalStream``.
+///
+/// Cancelling the task that iterates ends the stream: `next()` returns `nil` once the values
+/// already buffered are taken, and the work behind the stream stops.
 public struct NameOwnerChangeStream: AsyncSequence, Sendable {
     public typealias Element = DBusConnection.NameOwnerChange
     let signals: DBusSignalStream

@@ -1,87 +1,49 @@
 import Synchronization
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
-/// The bounded buffer behind Able's hot streams (``DBusSignalStream``, notification and scan
-/// streams): a producer yields into it from wherever values arrive, without a task or a hop, and
-/// one consumer takes them in a `for try await` loop.
+/// The bounded buffer behind a hot stream: producers yield into it from wherever values arrive,
+/// without a task or a hop and without ever waiting, and one consumer takes them in a
+/// `for try await` loop.
 ///
-/// Values yielded during a ``DeliveryBatch`` (everything one read from a bus connection
-/// brought) wake a waiting consumer once, when the batch ends, instead of once per value: a
-/// wake-up costs a thread switch, so a burst of signals costs one. Elsewhere a yield wakes the
-/// consumer at once.
+/// The decisions are a ``DeliveryBufferStateMachine``'s; this is its storage: the machine behind
+/// a mutex, and the consumers' continuations and the termination handler, which it resumes and
+/// runs outside the lock. A yield takes the lock once, and so does a `next()` that finds a value.
 ///
-/// When the buffer holds `limit` values, the policy decides: ``Policy/dropNewest`` refuses the
-/// new value, ``Policy/dropOldest`` pushes out the oldest; either way the drop is counted and
-/// nothing is reordered. The stream ends when the producer finishes it (values already buffered
-/// are still delivered, then the error, if any, is thrown), when the consumer's task is
-/// cancelled while it waits, or when ``finish(throwing:)`` is called by whoever ends the stream's
-/// lifetime; `onTermination` then runs once.
+/// **Buffering:** at most `limit` values wait for the consumer. When the buffer is full, the
+/// policy decides: ``Policy/dropNewest`` refuses the new value, ``Policy/dropOldest`` pushes out
+/// the oldest; either way the drop is counted in ``droppedCount`` and nothing is reordered.
+/// Values yielded during a ``DeliveryBatch`` wake a waiting consumer once, when the batch ends,
+/// instead of once per value: a wake-up costs a thread switch, so a burst costs one. Elsewhere
+/// a yield wakes the consumer at once.
+///
+/// **End:** the stream ends when the producer finishes it (``finish(throwing:)``), when whoever
+/// holds its lifetime lets it go (``IterationLifetime``), or when the consumer's task is
+/// cancelled. However it ends, values already buffered are still delivered, then the error the
+/// producer finished with (thrown once, if there is one), then `nil` on every later call; later
+/// yields are refused (``YieldResult/terminated``), and the handler given to
+/// ``onTermination(_:)`` runs once.
+///
+/// **Cancellation:** cancelling the task that iterates ends the stream, as if the producer had
+/// finished it without an error: `next()` returns `nil` once the values already buffered are
+/// taken (at once when it was waiting, since it waits only on an empty buffer), every later
+/// call returns `nil`, and the termination handler runs, so that whoever feeds the stream stops
+/// the work behind it. It makes no difference whether the task is cancelled while it waits or
+/// before it asks. An error the producer ended the stream with before the cancellation is still
+/// thrown. This is the rule of `AsyncStream` too, and every stream built on this buffer states
+/// it in its own documentation with the sentence "Cancelling the task that iterates ends the
+/// stream: `next()` returns `nil` once the values already buffered are taken, and the work
+/// behind the stream stops."
 package final class DeliveryBuffer<Element: Sendable>: Sendable {
+    package typealias Machine = DeliveryBufferStateMachine<Element, UnsafeContinuation<Void, Never>>
     /// What a full buffer does with a new value.
-    package enum Policy: Sendable {
-        /// Keep the buffered values and refuse the new one.
-        case dropNewest
-        /// Push out the oldest buffered value to make room.
-        case dropOldest
-    }
-
+    package typealias Policy = Machine.Policy
     /// What became of a yielded value.
-    package enum YieldResult: Sendable, Equatable {
-        case enqueued
-        /// Dropped by a full buffer (the new value or, with ``Policy/dropOldest``, the oldest).
-        case dropped
-        /// The stream had ended; the value was discarded.
-        case terminated
-    }
+    package typealias YieldResult = Machine.YieldResult
 
-    private struct State: ~Copyable {
-        /// Buffered values from `head` on; the slots before `head` were taken and are reclaimed
-        /// when the array is compacted.
-        var elements: [Element] = []
-        var head = 0
-        var waiter: UnsafeContinuation<Void, Never>?
-        /// Whether the waiter is to be woken when the current batch ends.
-        var inBatch = false
-        /// Set when the stream ended: `.success` for a normal end.
-        var end: Result<Void, any Error>?
-        var dropped = 0
-        /// Values taken with ``DeliveryBuffer/nextHeld(isolation:)`` and not yet released.
-        var held = 0
-        var onTermination: (@Sendable () -> Void)?
-
-        var count: Int { elements.count - head }
-
-        mutating func removeFirst() -> Element {
-            let element = elements[head]
-            head += 1
-            if head == elements.count {
-                elements.removeAll(keepingCapacity: true)
-                head = 0
-            } else if head >= 64 && head * 2 >= elements.count {
-                elements.removeFirst(head)
-                head = 0
-            }
-            return element
-        }
-    }
-
-    private enum Step {
-        case value(Element)
-        case ended(Result<Void, any Error>)
-        case wait
-    }
-
-    private let state = Mutex(State())
-    private let limit: Int
-    private let policy: Policy
+    private let state: Mutex<Machine>
 
     /// A buffer of at most `limit` values (at least one) with the given policy when full.
     package init(limit: Int, policy: Policy) {
-        self.limit = max(limit, 1)
-        self.policy = policy
+        state = Mutex(Machine(limit: limit, policy: policy))
     }
 
     // MARK: Producing
@@ -90,213 +52,110 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
     @discardableResult
     package func yield(_ element: Element) -> YieldResult {
         let batch = DeliveryBatch.current
-        let (result, waiter): (YieldResult, UnsafeContinuation<Void, Never>?) = state.withLock { state in
-            guard state.end == nil else { return (.terminated, nil) }
-            var result = YieldResult.enqueued
-            if state.count >= limit {
-                state.dropped += 1
-                result = .dropped
-                switch policy {
-                case .dropNewest: return (.dropped, nil)
-                case .dropOldest: _ = state.removeFirst()
-                }
-            }
-            state.elements.append(element)
-            guard state.waiter != nil else { return (result, nil) }
-            if let batch {
-                if !state.inBatch {
-                    state.inBatch = true
-                    batch.defer(self)
-                }
-                return (result, nil)
-            }
-            defer { state.waiter = nil }
-            return (result, state.waiter)
+        let (result, wake) = state.withLock { $0.yield(element, inBatch: batch != nil) }
+        switch wake {
+        case nil: break
+        case .now(let waiter): waiter.resume()
+        case .atEndOfBatch: batch?.defer(self)
         }
-        waiter?.resume()
         return result
     }
 
     /// Ends the stream: values already buffered are still delivered, then `error` (if any) is
-    /// thrown to the consumer. Later calls and yields do nothing.
+    /// thrown to the consumer, once. Later calls and yields do nothing.
     package func finish(throwing error: (any Error)? = nil) {
-        let (waiter, onTermination) = state.withLock { state in
-            guard state.end == nil else {
-                return (nil, nil) as (UnsafeContinuation<Void, Never>?, (@Sendable () -> Void)?)
-            }
-            state.end = error.map { .failure($0) } ?? .success(())
-            defer {
-                state.waiter = nil
-                state.onTermination = nil
-            }
-            return (state.waiter, state.onTermination)
-        }
-        waiter?.resume()
-        onTermination?()
+        run(state.withLock { $0.finish(throwing: error) })
     }
 
-    /// Runs `handler` once when the stream ends, however it ends (at once if it has ended).
+    /// Runs `handler` once when the stream ends, however it ends (at once if it has ended): the
+    /// place to stop the work that feeds the stream.
     package func onTermination(_ handler: @escaping @Sendable () -> Void) {
-        let ended = state.withLock { state in
-            if state.end != nil { return true }
-            state.onTermination = handler
-            return false
-        }
-        if ended { handler() }
+        state.withLock { $0.setOnTermination(handler) }?()
     }
 
-    /// Wakes the consumer if a batch held back its wake-up.
-    fileprivate func endBatch() {
-        let waiter = state.withLock { state -> UnsafeContinuation<Void, Never>? in
-            guard state.inBatch else { return nil }
-            state.inBatch = false
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume()
+    private func run(_ action: Machine.FinishAction) {
+        guard case .end(let waiters, let onTermination) = action else { return }
+        for waiter in waiters { waiter.resume() }
+        onTermination?()
     }
 
     // MARK: Observing
 
     /// How many values were dropped by the full buffer.
-    package var droppedCount: Int { state.withLock { $0.dropped } }
+    package var droppedCount: Int { state.withLock { $0.droppedCount } }
 
     /// How many values wait for the consumer.
-    package var bufferedCount: Int { state.withLock { $0.count } }
+    package var bufferedCount: Int { state.withLock { $0.bufferedCount } }
 
-    /// Whether values wait for the consumer, or were taken and are still held
-    /// (``nextHeld(isolation:)``): the simulated radio's clock lets the consumer deal with them
-    /// before it moves time on.
-    package var hasUntakenElements: Bool { state.withLock { $0.count > 0 || $0.held > 0 } }
+    /// Whether values wait for the consumer, or were taken with ``nextHeld(isolation:)`` and are
+    /// still held: a driver of virtual time can let the consumer deal with them before it moves
+    /// time on.
+    package var hasUntakenElements: Bool { state.withLock { $0.hasUntakenElements } }
 
     /// Whether the consumer is suspended, waiting for a value.
-    package var isConsumerWaiting: Bool { state.withLock { $0.waiter != nil } }
+    package var isConsumerWaiting: Bool { state.withLock { $0.isConsumerWaiting } }
 
     // MARK: Consuming
 
-    /// The next value, waiting for one; `nil` once the stream ended normally or the consumer's
-    /// task was cancelled.
+    /// The next value, waiting for one.
+    ///
+    /// - Returns: The value, or `nil` once the stream has ended (also by the cancellation of the
+    ///   calling task) and every buffered value was taken.
+    /// - Throws: The error the producer finished the stream with, once.
     package func next(isolation actor: isolated (any Actor)? = #isolation) async throws -> Element? {
-        try await next(holding: false)
+        try await next(holding: false, isolation: actor)
     }
 
     /// Like ``next(isolation:)``, but the value counts as untaken (``hasUntakenElements``) until
     /// ``releaseHeld()``: for a consumer that takes a value before it knows it will keep it.
     package func nextHeld(isolation actor: isolated (any Actor)? = #isolation) async throws -> Element? {
-        try await next(holding: true)
+        try await next(holding: true, isolation: actor)
     }
 
     /// Lets go of a value taken with ``nextHeld(isolation:)``.
     package func releaseHeld() {
-        state.withLock { $0.held -= 1 }
+        state.withLock { $0.releaseHeld() }
     }
 
-    private func next(
-        holding: Bool, isolation actor: isolated (any Actor)? = #isolation
-    ) async throws -> Element? {
+    @inline(__always)
+    private func next(holding: Bool, isolation actor: isolated (any Actor)?) async throws -> Element? {
+        // A consumer cancelled before it asks ends the stream too, not only one cancelled while it
+        // waits: a producer faster than the consumer would otherwise keep it busy forever.
+        if Task.isCancelled { cancel() }
         while true {
-            let step = state.withLock { state -> Step in
-                if state.count > 0 {
-                    if holding { state.held += 1 }
-                    return .value(state.removeFirst())
-                }
-                if let end = state.end { return .ended(end) }
-                return .wait
-            }
-            switch step {
-            case .value(let element): return element
-            case .ended(let end):
-                try end.get()
+            switch state.withLock({ $0.next(holding: holding) }) {
+            case .element(let element):
+                return element
+            case .end(nil):
                 return nil
+            case .end(let error?):
+                throw error
             case .wait:
-                if Task.isCancelled {
-                    finish()
-                    return nil
-                }
                 await withTaskCancellationHandler {
                     await withUnsafeContinuation(isolation: actor) { (continuation: UnsafeContinuation<Void, Never>) in
-                        let ready = state.withLock { state in
-                            guard state.count == 0, state.end == nil else { return true }
-                            state.waiter = continuation
-                            return false
-                        }
-                        if ready { continuation.resume() }
+                        if case .resumeNow = state.withLock({ $0.wait(continuation) }) { continuation.resume() }
                     }
                 } onCancel: {
-                    finish()
+                    cancel()
                 }
             }
         }
     }
-}
 
-/// Ends a stream's buffer when the last copy of the stream value goes away (even if it was never
-/// iterated), and, through ``forIterator()``, when an iterator goes away, so that leaving a
-/// `for try await` loop ends the work behind the stream while the stream is still referenced.
-package final class IterationLifetime<Element: Sendable>: Sendable {
-    private let buffer: DeliveryBuffer<Element>
-
-    package init(_ buffer: DeliveryBuffer<Element>) {
-        self.buffer = buffer
-    }
-
-    /// A lifetime of its own for one iterator.
-    package func forIterator() -> IterationLifetime { IterationLifetime(buffer) }
-
-    deinit {
-        buffer.finish()
+    private func cancel() {
+        run(state.withLock { $0.cancel() })
     }
 }
 
-/// The values that one dispatch of a bus connection hands to ``DeliveryBuffer``s: their
-/// consumers are woken once, when the batch ends.
-///
-/// A batch belongs to the thread that runs it (libdbus dispatches on one connection's queue at a
-/// time); batches do not nest: an inner ``run(_:)`` joins the outer one.
-package final class DeliveryBatch {
-    private var deferred: [any DeferredWake] = []
-
-    package init() {}
-
-    /// The batch running on this thread, if any.
-    package static var current: DeliveryBatch? {
-        guard let pointer = pthread_getspecific(key) else { return nil }
-        return Unmanaged<DeliveryBatch>.fromOpaque(pointer).takeUnretainedValue()
-    }
-
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        precondition(pthread_key_create(&key, nil) == 0, "no thread-specific key for delivery batches")
-        return key
-    }()
-
-    /// Runs `body` as this batch, then wakes the consumers it held back.
-    package func run<Result>(_ body: () throws -> Result) rethrows -> Result {
-        guard Self.current == nil else { return try body() }
-        pthread_setspecific(Self.key, Unmanaged.passUnretained(self).toOpaque())
-        defer {
-            pthread_setspecific(Self.key, nil)
-            let buffers = deferred
-            deferred.removeAll(keepingCapacity: true)
-            for buffer in buffers { buffer.endBatch() }
-        }
-        return try body()
-    }
-
-    fileprivate func `defer`(_ buffer: some DeferredWake) {
-        deferred.append(buffer)
+extension DeliveryBuffer: DeferredWake {
+    func endBatch() {
+        state.withLock { $0.endBatch() }?.resume()
     }
 }
-
-private protocol DeferredWake: AnyObject {
-    func endBatch()
-}
-
-extension DeliveryBuffer: DeferredWake {}
 
 // Generic code called from another module runs unspecialized (a metadata lookup and value
-// witness calls for every value); these entry points are compiled for byte arrays, the
-// elements of Able's notification streams, the busiest of all.
+// witness calls for every value); these entry points are compiled here for byte arrays, the
+// elements of the busiest streams.
 extension DeliveryBuffer where Element == [UInt8] {
     /// ``yield(_:)`` for byte arrays.
     @discardableResult
@@ -306,6 +165,6 @@ extension DeliveryBuffer where Element == [UInt8] {
 
     /// ``next(isolation:)`` for byte arrays.
     package func nextBytes(isolation actor: isolated (any Actor)? = #isolation) async throws -> [UInt8]? {
-        try await next(holding: false)
+        try await next(holding: false, isolation: actor)
     }
 }

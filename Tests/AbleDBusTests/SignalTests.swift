@@ -99,6 +99,32 @@ struct SignalTests {
         }
     }
 
+    @Test func cancellingTheTaskThatIteratesEndsTheStreamWithNilAndRemovesTheMatchRule() async throws {
+        try await withPrivateBus { bus, receiver in
+            let emitter = try await bus.connect()
+            let before = try await receiver.matchRuleCount()
+            let stream = try await receiver.signals(matching: Self.rule)
+            let tookFirst = Locked(false)
+            let consumer = Task {
+                var signals = stream.makeAsyncIterator()
+                _ = try await signals.next()
+                tookFirst.value = true
+                let afterCancellation = try await signals.next()
+                let later = try await signals.next()
+                return (afterCancellation, later)
+            }
+            try emitter.emitSignal(path: "/t", interface: "org.example.Ticker", member: "Tick", arguments: [.uint32(1)])
+            try await waitUntil { tookFirst.value }
+            consumer.cancel()
+            let (afterCancellation, later) = try await consumer.value
+            #expect(afterCancellation == nil)
+            #expect(later == nil)
+            // The stream is still referenced: the cancellation alone removed the rule.
+            try await waitUntil { try await receiver.matchRuleCount() == before }
+            withExtendedLifetime(stream) {}
+        }
+    }
+
     @Test func discardingAStreamNeverIteratedRemovesItsMatchRule() async throws {
         try await withPrivateBus { _, receiver in
             let before = try await receiver.matchRuleCount()

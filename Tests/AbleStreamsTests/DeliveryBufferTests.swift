@@ -44,6 +44,8 @@ struct DeliveryBufferTests {
         #expect(try await buffer.next() == 1)
         #expect(try await buffer.next() == 2)
         await #expect(throws: Gone.self) { try await buffer.next() }
+        // Thrown once: the stream is over.
+        #expect(try await buffer.next() == nil)
     }
 
     @Test func aWaitingConsumerIsWokenByAYield() async throws {
@@ -65,6 +67,27 @@ struct DeliveryBufferTests {
         buffer.finish()
         #expect(buffer.yield(1) == .terminated)
         #expect(terminations.load(ordering: .relaxed) == 1)
+    }
+
+    @Test func aConsumerCancelledBeforeItAsksGetsTheBufferedValuesThenTheEnd() async throws {
+        let buffer = DeliveryBuffer<Int>(limit: 10, policy: .dropNewest)
+        let terminations = Atomic<Int>(0)
+        buffer.onTermination { terminations.add(1, ordering: .relaxed) }
+        buffer.yield(1)
+        buffer.yield(2)
+        let consumer = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            var received: [Int] = []
+            while let value = try await buffer.next() {
+                received.append(value)
+                // A producer that keeps up does not keep a cancelled consumer going.
+                buffer.yield(value + 10)
+            }
+            return received
+        }
+        #expect(try await consumer.value == [1, 2])
+        #expect(terminations.load(ordering: .relaxed) == 1)
+        #expect(try await buffer.next() == nil)
     }
 
     @Test func aBatchWakesTheConsumerOnceWhenItEnds() async throws {

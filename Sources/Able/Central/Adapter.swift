@@ -124,6 +124,10 @@ public actor Adapter {
     ///
     /// Buffering: the newest state only; a consumer that falls behind skips intermediate states
     /// (the count of skipped states is not kept: only the latest state matters).
+    ///
+    /// Cancelling the task that iterates ends the stream: `next()` returns `nil` once the
+    /// values already buffered are taken, and the work behind the stream stops. Here the
+    /// work is watching the adapter.
     public func stateChanges() -> AsyncStream<State> {
         backend.stateChanges()
     }

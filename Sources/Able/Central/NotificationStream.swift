@@ -18,6 +18,11 @@ package import AbleStreams
 /// values), when the iterating task is cancelled, or when the stream is discarded. The stream
 /// throws ``BluetoothError`` with ``BluetoothError/Code/disconnected`` when the peripheral
 /// disconnects.
+///
+/// Cancelling the task that iterates ends the stream: `next()` returns `nil` once the values
+/// already buffered are taken, and the work behind the stream stops. Here the work is the
+/// subscription: Able ends it (`StopNotify`, once no other stream of the characteristic
+/// remains).
 public struct NotificationStream: AsyncSequence, Sendable {
     public typealias Element = [UInt8]
 

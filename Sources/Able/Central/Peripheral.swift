@@ -108,6 +108,10 @@ public actor Peripheral {
     /// The connection's states from now on, starting with the current one.
     ///
     /// Buffering: every change is kept until consumed (they are few).
+    ///
+    /// Cancelling the task that iterates ends the stream: `next()` returns `nil` once the
+    /// values already buffered are taken, and the work behind the stream stops. Here the
+    /// work is watching the connection.
     public func connectionStates() -> AsyncStream<ConnectionState> {
         backend.connectionStates()
     }

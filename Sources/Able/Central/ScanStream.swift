@@ -6,10 +6,14 @@ package import AbleStreams
 /// is full the oldest is dropped and counted in ``droppedCount``.
 ///
 /// **Lifetime:** the scan runs until iteration ends (the loop is left), the iterating task is
-/// cancelled, or the stream is discarded, iterated or not; when the last scan of the adapter ends, Able stops discovery in BlueZ.
-/// The stream throws ``BluetoothError`` with ``BluetoothError/Code/daemonUnavailable`` when
-/// `bluetoothd` leaves the bus (it stopped or restarted), and with
-/// ``BluetoothError/Code/notAvailable`` when the adapter alone goes away.
+/// cancelled, or the stream is discarded, iterated or not; when the last scan of the adapter
+/// ends, Able stops discovery in BlueZ. The stream throws ``BluetoothError`` with
+/// ``BluetoothError/Code/daemonUnavailable`` when `bluetoothd` leaves the bus (it stopped or
+/// restarted), and with ``BluetoothError/Code/notAvailable`` when the adapter alone goes away.
+///
+/// Cancelling the task that iterates ends the stream: `next()` returns `nil` once the values
+/// already buffered are taken, and the work behind the stream stops. Here the work is the scan:
+/// it ends, and discovery stops (`StopDiscovery`) if no other scan of the adapter runs.
 public struct ScanStream: AsyncSequence, Sendable {
     public typealias Element = Discovery
 

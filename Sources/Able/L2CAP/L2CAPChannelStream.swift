@@ -15,9 +15,12 @@
 /// **End:** the stream returns `nil` once the listener is closed and the channels accepted
 /// before were taken; it throws ``BluetoothError`` if accepting fails for another reason.
 ///
-/// - Important: Each channel goes to one iterator. Iterate from one task at a time; cancelling
-///   a waiting iteration throws `CancellationError` and loses nothing. A channel that is never
-///   taken from the stream closes when the stream goes away.
+/// Cancelling the task that iterates ends the stream: `next()` returns `nil` once the values
+/// already buffered are taken, and the work behind the stream stops. Here the work is
+/// listening: the listener closes its socket, and the kernel refuses further connections.
+///
+/// - Important: Each channel goes to one iterator. Iterate from one task at a time. A channel
+///   that is never taken from the stream closes when the stream goes away.
 public struct L2CAPChannelStream: AsyncSequence, Sendable {
     public typealias Element = L2CAPChannel
     public typealias Failure = any Error
@@ -34,9 +37,9 @@ public struct L2CAPChannelStream: AsyncSequence, Sendable {
 
         /// The next channel a peer opened, waiting for one.
         ///
-        /// - Returns: The channel, or `nil` once the listener is closed.
-        /// - Throws: ``BluetoothError`` once, if accepting failed; `CancellationError` when the
-        ///   task is cancelled while waiting.
+        /// - Returns: The channel, or `nil` once the listener is closed, or the task cancelled,
+        ///   and every channel accepted before was taken.
+        /// - Throws: ``BluetoothError`` once, if accepting failed.
         public mutating func next() async throws -> L2CAPChannel? {
             try await buffer.next(isolation: nil)
         }
@@ -44,9 +47,9 @@ public struct L2CAPChannelStream: AsyncSequence, Sendable {
         /// The next channel a peer opened, waiting for one, without leaving the caller's actor.
         ///
         /// - Parameter actor: The caller's actor.
-        /// - Returns: The channel, or `nil` once the listener is closed.
-        /// - Throws: ``BluetoothError`` once, if accepting failed; `CancellationError` when the
-        ///   task is cancelled while waiting.
+        /// - Returns: The channel, or `nil` once the listener is closed, or the task cancelled,
+        ///   and every channel accepted before was taken.
+        /// - Throws: ``BluetoothError`` once, if accepting failed.
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> L2CAPChannel? {
             try await buffer.next(isolation: actor)
         }

@@ -14,8 +14,9 @@
 /// simulator an `AF_UNIX` one. Either is driven by a dispatch read source on the listener's
 /// serial queue, which is also the actor's executor.
 ///
-/// - Important: The listener stops listening when ``close()`` is called or when the last
-///   reference to it goes away; channels already accepted stay open.
+/// - Important: The listener stops listening when ``close()`` is called, when the last
+///   reference to it goes away, or when the task that iterates ``channels`` is cancelled;
+///   channels already accepted stay open.
 public actor L2CAPListener {
     /// The PSM peers connect to: the one asked for, or the dynamic one (`0x0080`–`0x00FF`) the
     /// kernel picked for ``PSM/automatic``.

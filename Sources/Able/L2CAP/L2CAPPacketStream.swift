@@ -33,10 +33,15 @@
 /// before the end are delivered first. Either way, a later ``L2CAPChannel/send(_:)`` throws
 /// ``BluetoothError/Code/disconnected``.
 ///
+/// Cancelling the task that iterates ends the stream: `next()` returns `nil` once the values
+/// already buffered are taken, and the work behind the stream stops. Here the work is
+/// delivering SDUs: the channel stays open for ``L2CAPChannel/send(_:)``, and discards the SDUs
+/// that arrive from then on. It still reads them, so that the peer's LE credits keep flowing
+/// and its close is still noticed.
+///
 /// - Important: Each SDU goes to one iterator. Iterate from one task at a time: a second task
-///   that waits while another waits gets ``BluetoothError/Code/inProgress``. Cancelling a waiting
-///   iteration throws `CancellationError` and loses nothing: the next call gets the next SDU.
-///   The stream does not keep the channel open: when the channel goes away, the stream ends.
+///   that waits while another waits gets ``BluetoothError/Code/inProgress``. The stream does not
+///   keep the channel open: when the channel goes away, the stream ends.
 public struct L2CAPPacketStream: AsyncSequence, Sendable {
     public typealias Element = [UInt8]
     public typealias Failure = any Error
@@ -53,9 +58,10 @@ public struct L2CAPPacketStream: AsyncSequence, Sendable {
 
         /// The next SDU, waiting for one if none has arrived.
         ///
-        /// - Returns: The SDU, or `nil` once the channel is closed and every SDU was taken.
+        /// - Returns: The SDU, or `nil` once the channel is closed, or the task cancelled, and
+        ///   every SDU that had arrived was taken.
         /// - Throws: ``BluetoothError`` (``BluetoothError/Code/disconnected``) once, when the
-        ///   connection was reset; `CancellationError` when the task is cancelled while waiting.
+        ///   connection was reset.
         public mutating func next() async throws -> [UInt8]? {
             try await buffer.next(isolation: nil)
         }
@@ -63,9 +69,10 @@ public struct L2CAPPacketStream: AsyncSequence, Sendable {
         /// The next SDU, waiting for one if none has arrived, without leaving the caller's actor.
         ///
         /// - Parameter actor: The caller's actor.
-        /// - Returns: The SDU, or `nil` once the channel is closed and every SDU was taken.
+        /// - Returns: The SDU, or `nil` once the channel is closed, or the task cancelled, and
+        ///   every SDU that had arrived was taken.
         /// - Throws: ``BluetoothError`` (``BluetoothError/Code/disconnected``) once, when the
-        ///   connection was reset; `CancellationError` when the task is cancelled while waiting.
+        ///   connection was reset.
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> [UInt8]? {
             try await buffer.next(isolation: actor)
         }

@@ -144,4 +144,28 @@ struct L2CAPCloseTests {
             _ = local
         }
     }
+
+    @Test(
+        "Cancelling the task that waits for a listener's channels ends the stream and stops listening",
+        .timeLimit(.minutes(1))
+    )
+    func cancellingTheChannelConsumerStopsListening() async throws {
+        let (listener, offer) = try L2CAPListener.offeringChannels(on: PSM(rawValue: 0x0080))
+        let waiting = Task {
+            var channels = listener.channels.makeAsyncIterator()
+            return try await channels.next()
+        }
+        try await waitUntil { listener.core.channels.waitCount == 1 }
+        waiting.cancel()
+        #expect(try await waiting.value == nil)
+        // The listener closes its socket: a peer is refused, not accepted and dropped.
+        try await waitUntil { !offer.isListening }
+        let (channel, peer) = try L2CAPChannel.makePair(mtu: 64)
+        #expect(!offer.offer(channel))
+        var channels = listener.channels.makeAsyncIterator()
+        #expect(try await channels.next() == nil)
+        await channel.close()
+        await peer.close()
+        await listener.close()
+    }
 }

@@ -1,5 +1,6 @@
 import AbleTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 @testable import Able
@@ -119,27 +120,70 @@ struct L2CAPFlowControlTests {
         await receiver.close()
     }
 
-    @Test("Cancelling a receive that waits throws CancellationError and loses no packet", .timeLimit(.minutes(1)))
+    @Test("Cancelling a receive that waits ends the stream, and the channel goes on sending", .timeLimit(.minutes(1)))
     func cancelWaitingReceive() async throws {
-        let (sender, receiver) = try L2CAPChannel.makePair(mtu: 64)
+        // Only the receiver reads the end of its socket: the sender closes its own.
+        let endRead = Atomic(false)
+        var operations = SocketOperations.system
+        operations.receive = { socket, buffer, flags in
+            let result = SocketOperations.system.receive(socket, buffer, flags)
+            if case .success(0) = result { endRead.store(true, ordering: .relaxed) }
+            return result
+        }
+        let (sender, receiver) = try L2CAPChannel.makePair(mtu: 64, operations: operations)
         let waiting = Task {
             var packets = receiver.packets.makeAsyncIterator()
             return try await packets.next()
         }
-        try await Task.sleep(for: .milliseconds(20))
+        try await waitUntil { receiver.receiveWaitCount == 1 }
         waiting.cancel()
-        let result = await waiting.result
-        #expect(throws: CancellationError.self) { try result.get() }
+        #expect(try await waiting.value == nil)
 
+        // Later calls, from any task, see the end.
         try await sender.send([5])
         var packets = receiver.packets.makeAsyncIterator()
-        #expect(try await packets.next() == [5])
-        await sender.close()
         #expect(try await packets.next() == nil)
+        // The channel still sends, and the peer closing it is still noticed.
+        try await receiver.send([6])
+        var replies = sender.packets.makeAsyncIterator()
+        #expect(try await replies.next() == [6])
+        await sender.close()
+        try await waitUntil { endRead.load(ordering: .relaxed) }
+        let error = await #expect(throws: BluetoothError.self) { try await receiver.send([7]) }
+        #expect(error?.code == .disconnected)
         await receiver.close()
     }
 
-    @Test("A receive in an already-cancelled task throws without waiting", .timeLimit(.minutes(1)))
+    @Test(
+        "After a cancelled receive the channel discards what arrives, so that the peer never stalls",
+        .timeLimit(.minutes(1))
+    )
+    func cancelledReceiveKeepsThePeerSending() async throws {
+        let (sender, receiver) = try L2CAPChannel.makePair(
+            mtu: 1000, watermarks: .init(high: 1, low: 0), socketBufferSize: 8 * 1024)
+        // The reader stops at the high watermark and the socket fills: the sender waits.
+        let sending = Task {
+            for _ in 0..<200 { try await sender.send([UInt8](repeating: 1, count: 1000)) }
+        }
+        try await waitUntil { sender.pendingSendCount == 1 && receiver.isReadingPaused }
+        let cancelled = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            var packets = receiver.packets.makeAsyncIterator()
+            return try await packets.next()
+        }
+        // The SDU already buffered is still delivered, then the end.
+        #expect(try await cancelled.value == [UInt8](repeating: 1, count: 1000))
+        var packets = receiver.packets.makeAsyncIterator()
+        #expect(try await packets.next() == nil)
+        // Far more than the watermark and the socket hold gets through.
+        try await sending.value
+        #expect(!receiver.isReadingPaused)
+        #expect(receiver.bufferedPacketCount == 0)
+        await sender.close()
+        await receiver.close()
+    }
+
+    @Test("A receive in an already-cancelled task ends the stream without waiting", .timeLimit(.minutes(1)))
     func receiveInCancelledTask() async throws {
         let (sender, receiver) = try L2CAPChannel.makePair(mtu: 64)
         let waiting = Task {
@@ -147,8 +191,7 @@ struct L2CAPFlowControlTests {
             var packets = receiver.packets.makeAsyncIterator()
             return try await packets.next()
         }
-        let result = await waiting.result
-        #expect(throws: CancellationError.self) { try result.get() }
+        #expect(try await waiting.value == nil)
         await sender.close()
         await receiver.close()
     }

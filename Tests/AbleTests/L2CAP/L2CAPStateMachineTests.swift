@@ -45,7 +45,7 @@ struct L2CAPWatermarkBufferTests {
     @Test("A waiting consumer gets the next element directly, and an end after the buffer drains")
     func waiterAndEnd() {
         var machine = Machine(watermarks: .init(high: 4, low: 1))
-        guard case .wait(let id) = machine.next(), case .suspended = machine.wait(id: id, waiter: "a") else {
+        guard case .wait = machine.next(), case .suspended = machine.wait("a") else {
             Issue.record("did not wait on an empty buffer")
             return
         }
@@ -139,23 +139,74 @@ struct L2CAPWatermarkBufferTests {
         }
     }
 
-    @Test("A cancelled waiter is handed back once, and a second waiter is refused")
-    func cancelAndBusy() {
+    @Test("A second waiter is refused")
+    func busy() {
         var machine = Machine(watermarks: .init(high: 4, low: 1))
-        guard case .wait(let first) = machine.next(), case .suspended = machine.wait(id: first, waiter: "a") else {
+        guard case .wait = machine.next(), case .suspended = machine.wait("a") else {
             Issue.record("did not wait")
             return
         }
-        guard case .wait(let second) = machine.next(), case .busy = machine.wait(id: second, waiter: "b") else {
+        guard case .wait = machine.next(), case .busy = machine.wait("b") else {
             Issue.record("a second waiter was accepted")
             return
         }
-        let unknown = machine.cancelWait(id: second)
-        let waiting = machine.cancelWait(id: first)
-        let again = machine.cancelWait(id: first)
-        #expect(unknown == nil)
-        #expect(waiting == "a")
-        #expect(again == nil)
+    }
+
+    @Test("Cancelling the consumer ends the buffer: the waiter gets the end, and once only")
+    func cancelWhileWaiting() {
+        var machine = Machine(watermarks: .init(high: 4, low: 1))
+        guard case .wait = machine.next(), case .suspended = machine.wait("a") else {
+            Issue.record("did not wait")
+            return
+        }
+        guard case .end("a", nil, resumeProducer: 0) = machine.cancel() else {
+            Issue.record("the waiter was not handed back with the end")
+            return
+        }
+        guard case .none = machine.cancel() else {
+            Issue.record("the buffer ended twice")
+            return
+        }
+        guard case .end(nil) = machine.next(), case .discard = machine.produce(1) else {
+            Issue.record("the buffer went on after the cancellation")
+            return
+        }
+    }
+
+    @Test("Cancelling the consumer still delivers what was buffered, and a paused producer is resumed")
+    func cancelWithBufferedElements() {
+        var machine = Machine(watermarks: .init(high: 2, low: 0))
+        _ = machine.produce(1)
+        guard case .pauseProducer = machine.produce(2) else {
+            Issue.record("not paused at the high watermark")
+            return
+        }
+        guard case .end(nil, nil, resumeProducer: 1) = machine.cancel() else {
+            Issue.record("a paused producer was left paused")
+            return
+        }
+        guard case .element(1, resumeProducer: false) = machine.next(),
+            case .element(2, resumeProducer: false) = machine.next(),
+            case .end(nil) = machine.next()
+        else {
+            Issue.record("the buffered elements were not delivered before the end")
+            return
+        }
+        guard case .discard = machine.produce(3), case .fetch = machine.producerStartsFetching() else {
+            Issue.record("the resumed producer may not fetch to discard")
+            return
+        }
+    }
+
+    @Test("Cancelling after the producer failed still delivers the error")
+    func cancelAfterFailure() {
+        var machine = Machine(watermarks: .init(high: 4, low: 1))
+        _ = machine.finish(.failed(BluetoothError(.disconnected, message: "")))
+        guard case .none = machine.cancel(), case .end(let error?) = machine.next() else {
+            Issue.record("the cancellation replaced the error")
+            return
+        }
+        #expect((error as? BluetoothError)?.code == .disconnected)
     }
 }
 

@@ -40,16 +40,22 @@ package final class ListenerCore: @unchecked Sendable {
         self.acceptSource = acceptSource
         let acceptor = SendableSource(acceptSource)
         let kickAcceptor = HandlerKick()
+        let stopListening = HandlerKick()
         channels = WatermarkBuffer(
             watermarks: .init(high: Self.acceptWatermarks.high, low: Self.acceptWatermarks.low),
             pauseProducer: { acceptor.source.suspend() },
             resumeProducer: {
                 acceptor.source.resume()
                 kickAcceptor()
-            }
+            },
+            // Nobody takes channels any more: close the socket, so that peers are refused
+            // rather than accepted and dropped.
+            consumerCancelled: { stopListening() }
         )
         self.kickAcceptor = kickAcceptor
         kickAcceptor.action = { executor.queue.async { self.acceptAvailable() } }
+        // Weak: the stream's buffer, which holds this closure, belongs to the core.
+        stopListening.action = { [weak self] in self?.closeSoon() }
         acceptSource.setEventHandler { self.acceptAvailable() }
         acceptSource.setCancelHandler { self.sourceCancelled() }
         acceptSource.activate()

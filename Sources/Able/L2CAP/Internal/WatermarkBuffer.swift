@@ -21,6 +21,7 @@ package final class WatermarkBuffer<Element: Sendable>: Sendable {
     private let pauseProducer: @Sendable () -> Void
     private let resumeProducer: @Sendable () -> Void
     private let fetch: (@Sendable () -> Element?)?
+    private let consumerCancelled: @Sendable () -> Void
 
     /// Creates an empty buffer.
     ///
@@ -30,16 +31,21 @@ package final class WatermarkBuffer<Element: Sendable>: Sendable {
     ///   - resumeProducer: Restarts it; called with the lock held.
     ///   - fetch: Fetches an element for the consumer without waiting, or returns `nil`; from the
     ///     same place as the producer's, and never at the same time (the machine sees to that).
+    ///   - consumerCancelled: Runs once, without the lock, when the cancellation of the consumer's
+    ///     task ended the buffer: the place to stop the work behind the stream. The producer is
+    ///     resumed if it was paused, and what it produces from then on is discarded.
     init(
         watermarks: Machine.Watermarks,
         pauseProducer: @escaping @Sendable () -> Void,
         resumeProducer: @escaping @Sendable () -> Void,
-        fetch: (@Sendable () -> Element?)? = nil
+        fetch: (@Sendable () -> Element?)? = nil,
+        consumerCancelled: @escaping @Sendable () -> Void = {}
     ) {
         self.state = Mutex(State(machine: Machine(watermarks: watermarks)))
         self.pauseProducer = pauseProducer
         self.resumeProducer = resumeProducer
         self.fetch = fetch
+        self.consumerCancelled = consumerCancelled
     }
 
     /// What ``produce(_:)`` did.
@@ -102,20 +108,34 @@ package final class WatermarkBuffer<Element: Sendable>: Sendable {
     ///
     /// A paused producer is resumed, so that its dispatch source can be cancelled.
     func finish(throwing error: (any Error)? = nil) {
+        end { $0.finish(error.map { .failed($0) } ?? .finished) }
+    }
+
+    /// Ends the stream because the consumer's task was cancelled.
+    private func cancel() {
+        if end({ $0.cancel() }) { consumerCancelled() }
+    }
+
+    /// Ends the machine with `body`, resumes a paused producer under the lock and a waiting
+    /// consumer outside it.
+    ///
+    /// - Returns: Whether this call ended the stream (it had not ended before).
+    @discardableResult
+    private func end(_ body: (inout Machine) -> Machine.FinishAction) -> Bool {
         let action = state.withLock { state in
-            let action = state.machine.finish(error.map { .failed($0) } ?? .finished)
+            let action = body(&state.machine)
             if case .end(_, _, let resumeCount) = action {
                 for _ in 0..<resumeCount { resumeProducer() }
             }
             return action
         }
-        if case .end(let continuation?, let error, _) = action {
-            if let error {
-                continuation.resume(throwing: error)
-            } else {
-                continuation.resume(returning: nil)
-            }
+        guard case .end(let continuation, let error, _) = action else { return false }
+        if let error {
+            continuation?.resume(throwing: error)
+        } else {
+            continuation?.resume(returning: nil)
         }
+        return true
     }
 
     /// Runs `body` once no fetch is under way: now, or when the current fetch ends (on the thread
@@ -150,17 +170,23 @@ package final class WatermarkBuffer<Element: Sendable>: Sendable {
 
     /// The next element, waiting for one if none is buffered.
     ///
+    /// Cancelling the calling task, while it waits or before it asks, ends the stream as
+    /// ``finish(throwing:)`` without an error does: this call and every later one return the
+    /// elements already buffered, then `nil`; `consumerCancelled` runs.
+    ///
     /// - Returns: The element, or `nil` once the stream has ended and every element was taken.
-    /// - Throws: The error the stream ended with (once), `CancellationError` if the task is
-    ///   cancelled while waiting (nothing is lost: a later call gets the next element), or
-    ///   ``BluetoothError/Code/inProgress`` if another task is already waiting.
+    /// - Throws: The error the stream ended with (once), or ``BluetoothError/Code/inProgress`` if
+    ///   another task is already waiting.
     func next(isolation actor: isolated (any Actor)? = #isolation) async throws -> Element? {
+        // A consumer cancelled before it asks ends the stream too, not only one cancelled while it
+        // waits: a producer faster than the consumer would otherwise keep it busy forever.
+        if Task.isCancelled { cancel() }
         switch takeNext() {
         case .element(let element, _): return element
         case .end(let error?): throw error
         case .end(nil): return nil
         case .fetch: break
-        case .wait(let id): return try await wait(id: id, isolation: actor)
+        case .wait: return try await wait(isolation: actor)
         }
         // Nothing buffered and no one fetching: fetch for ourselves.
         let element = fetch?()
@@ -172,8 +198,7 @@ package final class WatermarkBuffer<Element: Sendable>: Sendable {
         }
         afterFetch?()
         if let element { return element }
-        let id = state.withLock { $0.machine.makeWaiterID() }
-        return try await wait(id: id, isolation: actor)
+        return try await wait(isolation: actor)
     }
 
     private func takeNext() -> Machine.NextAction {
@@ -184,18 +209,17 @@ package final class WatermarkBuffer<Element: Sendable>: Sendable {
         }
     }
 
-    private func wait(id: UInt64, isolation actor: isolated (any Actor)?) async throws -> Element? {
+    private func wait(isolation actor: isolated (any Actor)?) async throws -> Element? {
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation(isolation: actor) { continuation in
-                let action: Machine.WaitAction? = state.withLock { state in
-                    // A cancellation that came before the waiter was stored found nothing to cancel.
-                    guard !Task.isCancelled else { return nil }
-                    let action = state.machine.wait(id: id, waiter: continuation)
+                // A cancellation that came before the waiter was stored ended the buffer already:
+                // the machine answers with the end.
+                let action = state.withLock { state in
+                    let action = state.machine.wait(continuation)
                     if case .element(_, resumeProducer: true) = action { resumeProducer() }
                     return action
                 }
                 switch action {
-                case nil: continuation.resume(throwing: CancellationError())
                 case .suspended: break
                 case .element(let element, _): continuation.resume(returning: element)
                 case .end(let error?): continuation.resume(throwing: error)
@@ -207,7 +231,7 @@ package final class WatermarkBuffer<Element: Sendable>: Sendable {
                 }
             }
         } onCancel: {
-            state.withLock { $0.machine.cancelWait(id: id) }?.resume(throwing: CancellationError())
+            cancel()
         }
     }
 }

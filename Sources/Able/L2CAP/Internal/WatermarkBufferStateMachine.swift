@@ -11,6 +11,10 @@
 /// order is kept. A producer that finds the consumer fetching steps aside: it is paused
 /// ("deferred") until the consumer is done, rather than spin or wait for a lock.
 ///
+/// The buffer ends when the producer finishes it, or when the consumer's task is cancelled
+/// (``cancel()``), which ends it as a normal finish does: the elements already in it are still
+/// delivered, then the end.
+///
 /// The machine only decides; its storage carries out the actions. `Waiter` is what a suspended
 /// consumer waits with (a continuation; a plain value in tests).
 struct WatermarkBufferStateMachine<Element, Waiter> {
@@ -27,10 +31,9 @@ struct WatermarkBufferStateMachine<Element, Waiter> {
     }
 
     private var elements = RingBuffer<Element>()
-    private var waiter: (id: UInt64, waiter: Waiter)?
+    private var waiter: Waiter?
     private var termination: Termination?
     private var terminationDelivered = false
-    private var nextWaiterID: UInt64 = 0
 
     /// Whether the producer is paused because the buffer is full.
     private(set) var isProducerPaused = false
@@ -108,7 +111,7 @@ struct WatermarkBufferStateMachine<Element, Waiter> {
     mutating func produce(_ element: Element) -> ProduceAction {
         isFetching = false
         guard termination == nil else { return .discard }
-        if let (_, waiter) = waiter {
+        if let waiter {
             self.waiter = nil
             return .resume(waiter, element)
         }
@@ -146,7 +149,7 @@ struct WatermarkBufferStateMachine<Element, Waiter> {
         let resumeProducer = (isProducerPaused ? 1 : 0) + (isProducerDeferred ? 1 : 0)
         isProducerPaused = false
         isProducerDeferred = false
-        guard let (_, waiter) = waiter else {
+        guard let waiter else {
             return .end(nil, nil, resumeProducer: resumeProducer)
         }
         self.waiter = nil
@@ -163,8 +166,8 @@ struct WatermarkBufferStateMachine<Element, Waiter> {
         /// Nothing buffered, and no one fetching: fetch an element, then report with
         /// ``consumerFetched(_:)``.
         case fetch
-        /// Nothing yet: suspend with ``wait(id:waiter:)`` under this id.
-        case wait(id: UInt64)
+        /// Nothing yet: suspend with ``wait(_:)``.
+        case wait
     }
 
     /// The consumer asks for the next element.
@@ -187,8 +190,7 @@ struct WatermarkBufferStateMachine<Element, Waiter> {
             consumerFetchCount += 1
             return .fetch
         }
-        nextWaiterID &+= 1
-        return .wait(id: nextWaiterID)
+        return .wait
     }
 
     /// The consumer's fetch is over; it keeps the element, if it got one.
@@ -199,7 +201,7 @@ struct WatermarkBufferStateMachine<Element, Waiter> {
     }
 
     enum WaitAction {
-        /// The waiter is stored; the producer or a cancellation will resume it.
+        /// The waiter is stored; the producer, the end or a cancellation will resume it.
         case suspended
         /// Resume the waiter now with this element (an element arrived in between); if
         /// `resumeProducer`, resume the paused producer.
@@ -210,13 +212,13 @@ struct WatermarkBufferStateMachine<Element, Waiter> {
         case busy
     }
 
-    /// The consumer suspends with `waiter`, after ``next(mayFetch:)`` said `.wait(id)` or its
-    /// fetch found nothing.
-    mutating func wait(id: UInt64, waiter: Waiter) -> WaitAction {
+    /// The consumer suspends with `waiter`, after ``next(mayFetch:)`` said `.wait` or its fetch
+    /// found nothing.
+    mutating func wait(_ waiter: Waiter) -> WaitAction {
         guard self.waiter == nil else { return .busy }
         switch next() {
         case .wait, .fetch:
-            self.waiter = (id, waiter)
+            self.waiter = waiter
             waitCount += 1
             return .suspended
         case .element(let element, let resumeProducer):
@@ -226,17 +228,13 @@ struct WatermarkBufferStateMachine<Element, Waiter> {
         }
     }
 
-    /// The consumer's task was cancelled: the waiter to resume with the cancellation, if it still waits.
-    mutating func cancelWait(id: UInt64) -> Waiter? {
-        guard let stored = waiter, stored.id == id else { return nil }
-        waiter = nil
-        return stored.waiter
-    }
-
-    /// A new id for a consumer that is about to wait.
-    mutating func makeWaiterID() -> UInt64 {
-        nextWaiterID &+= 1
-        return nextWaiterID
+    /// The consumer's task was cancelled: the buffer ends as ``finish(_:)`` with
+    /// ``Termination/finished`` ends it. The elements already in it are still delivered, then the
+    /// end (an error the producer ended the buffer with before is still delivered); a waiting
+    /// consumer is resumed with it, and a paused producer is resumed so that it can go on to
+    /// discard what it fetches, or be torn down.
+    mutating func cancel() -> FinishAction {
+        finish(.finished)
     }
 
     private mutating func takeTermination() -> (any Error)? {

@@ -1,0 +1,54 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The values that one run of a producer hands to ``DeliveryBuffer``s: their waiting consumers
+/// are woken once, when the batch ends, rather than once per value.
+///
+/// A producer that receives values in bursts (everything one read from a socket brought) runs
+/// each burst as a batch; a wake-up costs a thread switch, so a burst costs one.
+///
+/// A batch belongs to the thread that runs it, found through a thread-specific key rather than a
+/// task-local value: the producers that run batches are plain threads (dispatch queues), and a
+/// key costs a load per yield. Batches do not nest: an inner ``run(_:)`` joins the outer one.
+package final class DeliveryBatch {
+    private var deferred: [any DeferredWake] = []
+
+    package init() {}
+
+    /// The batch running on this thread, if any.
+    package static var current: DeliveryBatch? {
+        guard let pointer = pthread_getspecific(key) else { return nil }
+        return Unmanaged<DeliveryBatch>.fromOpaque(pointer).takeUnretainedValue()
+    }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        precondition(pthread_key_create(&key, nil) == 0, "no thread-specific key for delivery batches")
+        return key
+    }()
+
+    /// Runs `body` as this batch, then wakes the consumers it held back.
+    package func run<Result>(_ body: () throws -> Result) rethrows -> Result {
+        guard Self.current == nil else { return try body() }
+        pthread_setspecific(Self.key, Unmanaged.passUnretained(self).toOpaque())
+        defer {
+            pthread_setspecific(Self.key, nil)
+            let buffers = deferred
+            deferred.removeAll(keepingCapacity: true)
+            for buffer in buffers { buffer.endBatch() }
+        }
+        return try body()
+    }
+
+    /// Wakes `buffer`'s consumer when the batch ends; on the batch's thread.
+    func `defer`(_ buffer: some DeferredWake) {
+        deferred.append(buffer)
+    }
+}
+
+/// A buffer whose consumer's wake-up a batch held back.
+protocol DeferredWake: AnyObject {
+    /// Wakes the consumer, unless something woke it meanwhile.
+    func endBatch()
+}
