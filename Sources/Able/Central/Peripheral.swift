@@ -10,7 +10,8 @@
 /// ```
 ///
 /// GATT operations on one peripheral run one at a time, in the order they were asked for,
-/// since BlueZ answers `InProgress` to overlapping ones.
+/// since BlueZ answers `InProgress` to overlapping ones. A task cancelled while its operation
+/// waits for its turn throws `CancellationError` at once, and nothing of it reaches BlueZ.
 public actor Peripheral {
     /// Where a connection stands.
     public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
@@ -38,7 +39,7 @@ public actor Peripheral {
     }
 
     let backend: any PeripheralBackend
-    private let queue = SerialTaskQueue()
+    private let queue = FIFOLock()
 
     /// The peripheral's address.
     public nonisolated let address: BluetoothAddress
@@ -152,7 +153,7 @@ public actor Peripheral {
     ///   answered with an ATT error; ``BluetoothError/Code/disconnected`` when the link drops.
     public func read(_ identifier: some CharacteristicIdentifier, offset: Int = 0) async throws -> [UInt8] {
         let characteristic = try characteristic(identifier)
-        return try await queue.run { [backend] in try await backend.read(characteristic, offset: offset) }
+        return try await queue.withLock { [backend] in try await backend.read(characteristic, offset: offset) }
     }
 
     /// Writes a characteristic's value.
@@ -173,7 +174,7 @@ public actor Peripheral {
                     "\(value.count) bytes do not fit a \(type == .withResponse ? "write" : "write without response") "
                     + "of \(characteristic.uuid): at most \(limit) bytes")
         }
-        try await queue.run { [backend] in try await backend.write(value, to: characteristic, type: type) }
+        try await queue.withLock { [backend] in try await backend.write(value, to: characteristic, type: type) }
     }
 
     /// Reads a descriptor's value.
@@ -183,7 +184,7 @@ public actor Peripheral {
     ///   answered with an ATT error; ``BluetoothError/Code/disconnected`` when the link drops.
     public func read(_ identifier: some DescriptorIdentifier) async throws -> [UInt8] {
         let descriptor = try descriptor(identifier)
-        return try await queue.run { [backend] in try await backend.read(descriptor) }
+        return try await queue.withLock { [backend] in try await backend.read(descriptor) }
     }
 
     /// Writes a descriptor's value.
@@ -197,7 +198,7 @@ public actor Peripheral {
         guard value.count <= 512 else {
             throw BluetoothError(.valueTooLong, message: "\(value.count) bytes exceed the 512-byte attribute limit")
         }
-        try await queue.run { [backend] in try await backend.write(value, to: descriptor) }
+        try await queue.withLock { [backend] in try await backend.write(value, to: descriptor) }
     }
 
     /// The ATT MTU negotiated for the link, when BlueZ reports it.
@@ -228,7 +229,7 @@ public actor Peripheral {
             throw BluetoothError(.notSupported, message: "\(characteristic.uuid) neither notifies nor indicates")
         }
         let (stream, continuation) = NotificationStream.make()
-        try await queue.run { [backend] in try await backend.subscribe(to: characteristic, into: continuation) }
+        try await queue.withLock { [backend] in try await backend.subscribe(to: characteristic, into: continuation) }
         return stream
     }
 }
