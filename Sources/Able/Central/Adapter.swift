@@ -140,12 +140,29 @@ public actor Adapter {
 
     /// Connects to a peripheral, runs `body`, and disconnects, whatever `body` does.
     ///
+    /// `body` runs where the caller is (on the main actor when called from there, on a test's
+    /// actor in a test), not on the adapter, so it can use the caller's state without `await`
+    /// and return what is not `Sendable`.
+    ///
+    /// ```swift
+    /// let level = try await adapter.withConnection(to: discovery) { peripheral in
+    ///     try await peripheral.read(Characteristics.batteryLevel)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - discovery: The peripheral to connect to, as a scan found it.
+    ///   - timeout: How long connecting may take, services included.
+    ///   - isolation: Where `body` runs; the caller's actor by default.
+    ///   - body: What to do with the connected peripheral.
+    /// - Returns: What `body` returned.
     /// - Throws: What connecting or `body` throws.
     /// - Important: The peripheral is disconnected even when the task is cancelled (BlueZ would
     ///   otherwise keep the link).
-    public func withConnection<T: Sendable>(
-        to discovery: Discovery, timeout: Duration = .seconds(30), _ body: (Peripheral) async throws -> T
-    ) async throws -> T {
+    public func withConnection<T>(
+        to discovery: Discovery, timeout: Duration = .seconds(30),
+        isolation: isolated (any Actor)? = #isolation, _ body: (Peripheral) async throws -> sending T
+    ) async throws -> sending T {
         let peripheral = peripheral(for: discovery)
         try await peripheral.connect(timeout: timeout)
         return try await peripheral.disconnecting(after: body)

@@ -73,20 +73,20 @@ public actor Peripheral {
         try await backend.disconnect()
     }
 
-    /// Runs `body` on the connected peripheral, then disconnects whatever `body` does, even when
-    /// the task is cancelled (outside the task, so that BlueZ still gets the `Disconnect`).
-    package func disconnecting<T: Sendable>(
-        isolation: isolated (any Actor)? = #isolation, after body: (Peripheral) async throws -> T
-    ) async throws -> T {
-        let result: Result<T, any Error>
-        do {
-            result = .success(try await body(self))
-        } catch {
-            result = .failure(error)
-        }
+    /// Runs `body` on the connected peripheral, where the caller is, then disconnects whatever
+    /// `body` does, even when the task is cancelled (so that BlueZ still gets the `Disconnect`).
+    package func disconnecting<T>(
+        isolation: isolated (any Actor)? = #isolation, after body: (Peripheral) async throws -> sending T
+    ) async throws -> sending T {
         let backend = self.backend
-        await runEvenIfCancelled { try? await backend.disconnect() }
-        return try result.get()
+        do {
+            let result = try await body(self)
+            await runEvenIfCancelled { try? await backend.disconnect() }
+            return result
+        } catch {
+            await runEvenIfCancelled { try? await backend.disconnect() }
+            throw error
+        }
     }
 
     /// Whether the peripheral is paired (bonded or not).
