@@ -8,6 +8,10 @@
 /// if await !adapter.state.isPowered { try await adapter.setPowered(true) }
 /// for await state in await adapter.stateChanges() { print(state) }
 /// ```
+///
+/// The adapter keeps no mutable state of its own (its backend follows BlueZ's object, or the
+/// simulated radio): it is an actor so that it is shared between tasks as safely as the other
+/// public types and its members are awaited like theirs, which they can stay if it gains state.
 public actor Adapter {
     /// What an adapter looks like at one moment.
     public struct State: Sendable, Equatable, CustomStringConvertible {

@@ -12,6 +12,11 @@
 /// GATT operations on one peripheral run one at a time, in the order they were asked for,
 /// since BlueZ answers `InProgress` to overlapping ones. A task cancelled while its operation
 /// waits for its turn throws `CancellationError` at once, and nothing of it reaches BlueZ.
+///
+/// The peripheral keeps no mutable state of its own (its backend follows the connection, and a
+/// lock puts the GATT operations in line): it is an actor so that it is shared between tasks as
+/// safely as the other public types and its members are awaited like theirs, which they can
+/// stay if it gains state.
 public actor Peripheral {
     /// Where a connection stands.
     public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {

@@ -16,6 +16,9 @@
 ///
 /// - Important: The listener stops listening when ``close()`` is called or when the last
 ///   reference to it goes away; channels already accepted stay open.
+///
+/// The listener keeps no state of its own (its engine's lives on the socket's queue): it is an
+/// actor for its executor, that queue.
 public actor L2CAPListener {
     /// The PSM peers connect to: the one asked for, or the dynamic one (`0x0080`–`0x00FF`) the
     /// kernel picked for ``PSM/automatic``.
