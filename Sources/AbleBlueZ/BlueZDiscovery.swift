@@ -7,7 +7,7 @@ import AbleDBus
 actor BlueZDiscoveryCoordinator {
     private var scans: [DBusObjectPath: [UInt64: ScanFilter]] = [:]
     private var nextID: UInt64 = 0
-    private let queue = SerialTaskQueue()
+    private let queue = FIFOLock()
 
     /// Adds a scan; returns its identifier once BlueZ is discovering with a filter that covers it.
     func begin(_ filter: ScanFilter, on adapter: DBusObjectPath, of system: BlueZSystem) async throws -> UInt64 {
@@ -16,18 +16,16 @@ actor BlueZDiscoveryCoordinator {
         scans[adapter, default: [:]][id] = filter
         let first = scans[adapter]!.count == 1
         let merged = Self.merge(Array(scans[adapter]!.values))
-        let result: Result<Void, any Error> = await queue.runCatching { [system] in
-            do {
-                _ = try await system.call(adapter, "org.bluez.Adapter1", "SetDiscoveryFilter", [merged])
-                if first { _ = try await system.call(adapter, "org.bluez.Adapter1", "StartDiscovery") }
-                return .success(())
-            } catch let error as BluetoothError where !first && error.code == .inProgress {
-                return .success(())
-            } catch {
-                return .failure(error)
+        do {
+            try await queue.withLock { [system] in
+                do {
+                    _ = try await system.call(adapter, "org.bluez.Adapter1", "SetDiscoveryFilter", [merged])
+                    if first { _ = try await system.call(adapter, "org.bluez.Adapter1", "StartDiscovery") }
+                } catch let error as BluetoothError where !first && error.code == .inProgress {
+                    // An earlier scan has BlueZ discovering already, which is what this one needs.
+                }
             }
-        }
-        if case .failure(let error) = result {
+        } catch {
             scans[adapter]?[id] = nil
             if first, scans[adapter]?.isEmpty != false {
                 // StartDiscovery may have reached BlueZ although its answer did not reach us (the
@@ -44,7 +42,7 @@ actor BlueZDiscoveryCoordinator {
     func end(_ id: UInt64, on adapter: DBusObjectPath, of system: BlueZSystem) async {
         guard scans[adapter]?.removeValue(forKey: id) != nil else { return }
         let remaining = Array(scans[adapter]!.values)
-        _ = await queue.runCatching { [system] () -> Result<Void, any Error> in
+        try? await queue.withLock { [system] in
             if remaining.isEmpty {
                 _ = try? await system.call(adapter, "org.bluez.Adapter1", "StopDiscovery")
                 _ = try? await system.call(
@@ -53,7 +51,6 @@ actor BlueZDiscoveryCoordinator {
             } else {
                 _ = try? await system.call(adapter, "org.bluez.Adapter1", "SetDiscoveryFilter", [Self.merge(remaining)])
             }
-            return .success(())
         }
     }
 

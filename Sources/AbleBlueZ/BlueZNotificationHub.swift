@@ -59,7 +59,7 @@ final class BlueZNotificationHub: Sendable {
 
     private let entries = Mutex<[DBusObjectPath: Entry]>([:])
     private let nextID = Atomic<UInt64>(0)
-    private let queue = SerialTaskQueue()
+    private let queue = FIFOLock()
 
     /// Adds a stream to a characteristic's notifications, starting them in BlueZ if it is the first.
     func add(
@@ -67,7 +67,7 @@ final class BlueZNotificationHub: Sendable {
         system: BlueZSystem
     ) async throws {
         let id = nextID.add(1, ordering: .relaxed).newValue
-        try await queue.run { [self] in
+        try await queue.withLock { [self] in
             if let entry = entries.withLock({ $0[characteristic] }) {
                 entry.fanout.add(continuation, id: id)
                 return

@@ -48,10 +48,10 @@ struct SimulatedPair: Sendable {
 
 /// Connects to the peripheral at `address` (scanning for it first when the adapter has not seen
 /// it), runs `body`, and disconnects, whatever `body` does.
-func withConnection<T: Sendable>(
+func withConnection<T>(
     to address: BluetoothAddress, on adapter: Adapter, timeout: Duration, console: Console,
-    _ body: @Sendable (Peripheral) async throws -> T
-) async throws -> T {
+    isolation: isolated (any Actor)? = #isolation, _ body: (Peripheral) async throws -> sending T
+) async throws -> sending T {
     var peripheral = adapter.peripheral(address: address)
     console.progress("connecting to \(address) on \(adapter.name)…")
     do {

@@ -29,6 +29,10 @@ import Synchronization
 ///   in flight throws a ``DBusError`` named ``DBusError/Name/disconnected``, every signal stream
 ///   ends with that error, and later calls throw it at once. A closed connection stays closed:
 ///   connect again to go on.
+///
+/// The actor keeps no state besides its internal core, and its executor is the connection's
+/// queue: that is what it is for, since an isolated method then runs where libdbus and the
+/// core may be touched, without a lock.
 public actor DBusConnection {
     /// Which bus to connect to.
     public struct Bus: Sendable, CustomStringConvertible {

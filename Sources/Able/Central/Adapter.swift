@@ -8,6 +8,10 @@
 /// if await !adapter.state.isPowered { try await adapter.setPowered(true) }
 /// for await state in await adapter.stateChanges() { print(state) }
 /// ```
+///
+/// The adapter keeps no mutable state of its own (its backend follows BlueZ's object, or the
+/// simulated radio): it is an actor so that it is shared between tasks as safely as the other
+/// public types and its members are awaited like theirs, which they can stay if it gains state.
 public actor Adapter {
     /// What an adapter looks like at one moment.
     public struct State: Sendable, Equatable, CustomStringConvertible {
@@ -144,12 +148,29 @@ public actor Adapter {
 
     /// Connects to a peripheral, runs `body`, and disconnects, whatever `body` does.
     ///
+    /// `body` runs where the caller is (on the main actor when called from there, on a test's
+    /// actor in a test), not on the adapter, so it can use the caller's state without `await`
+    /// and return what is not `Sendable`.
+    ///
+    /// ```swift
+    /// let level = try await adapter.withConnection(to: discovery) { peripheral in
+    ///     try await peripheral.read(Characteristics.batteryLevel)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - discovery: The peripheral to connect to, as a scan found it.
+    ///   - timeout: How long connecting may take, services included.
+    ///   - isolation: Where `body` runs; the caller's actor by default.
+    ///   - body: What to do with the connected peripheral.
+    /// - Returns: What `body` returned.
     /// - Throws: What connecting or `body` throws.
     /// - Important: The peripheral is disconnected even when the task is cancelled (BlueZ would
     ///   otherwise keep the link).
-    public func withConnection<T: Sendable>(
-        to discovery: Discovery, timeout: Duration = .seconds(30), _ body: (Peripheral) async throws -> T
-    ) async throws -> T {
+    public func withConnection<T>(
+        to discovery: Discovery, timeout: Duration = .seconds(30),
+        isolation: isolated (any Actor)? = #isolation, _ body: (Peripheral) async throws -> sending T
+    ) async throws -> sending T {
         let peripheral = peripheral(for: discovery)
         try await peripheral.connect(timeout: timeout)
         return try await peripheral.disconnecting(after: body)

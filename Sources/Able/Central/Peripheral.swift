@@ -10,7 +10,13 @@
 /// ```
 ///
 /// GATT operations on one peripheral run one at a time, in the order they were asked for,
-/// since BlueZ answers `InProgress` to overlapping ones.
+/// since BlueZ answers `InProgress` to overlapping ones. A task cancelled while its operation
+/// waits for its turn throws `CancellationError` at once, and nothing of it reaches BlueZ.
+///
+/// The peripheral keeps no mutable state of its own (its backend follows the connection, and a
+/// lock puts the GATT operations in line): it is an actor so that it is shared between tasks as
+/// safely as the other public types and its members are awaited like theirs, which they can
+/// stay if it gains state.
 public actor Peripheral {
     /// Where a connection stands.
     public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
@@ -38,7 +44,7 @@ public actor Peripheral {
     }
 
     let backend: any PeripheralBackend
-    private let queue = SerialTaskQueue()
+    private let queue = FIFOLock()
 
     /// The peripheral's address.
     public nonisolated let address: BluetoothAddress
@@ -72,20 +78,20 @@ public actor Peripheral {
         try await backend.disconnect()
     }
 
-    /// Runs `body` on the connected peripheral, then disconnects whatever `body` does, even when
-    /// the task is cancelled (outside the task, so that BlueZ still gets the `Disconnect`).
-    package func disconnecting<T: Sendable>(
-        isolation: isolated (any Actor)? = #isolation, after body: (Peripheral) async throws -> T
-    ) async throws -> T {
-        let result: Result<T, any Error>
-        do {
-            result = .success(try await body(self))
-        } catch {
-            result = .failure(error)
-        }
+    /// Runs `body` on the connected peripheral, where the caller is, then disconnects whatever
+    /// `body` does, even when the task is cancelled (so that BlueZ still gets the `Disconnect`).
+    package func disconnecting<T>(
+        isolation: isolated (any Actor)? = #isolation, after body: (Peripheral) async throws -> sending T
+    ) async throws -> sending T {
         let backend = self.backend
-        await runEvenIfCancelled { try? await backend.disconnect() }
-        return try result.get()
+        do {
+            let result = try await body(self)
+            await runEvenIfCancelled { try? await backend.disconnect() }
+            return result
+        } catch {
+            await runEvenIfCancelled { try? await backend.disconnect() }
+            throw error
+        }
     }
 
     /// Whether the peripheral is paired (bonded or not).
@@ -156,7 +162,7 @@ public actor Peripheral {
     ///   answered with an ATT error; ``BluetoothError/Code/disconnected`` when the link drops.
     public func read(_ identifier: some CharacteristicIdentifier, offset: Int = 0) async throws -> [UInt8] {
         let characteristic = try characteristic(identifier)
-        return try await queue.run { [backend] in try await backend.read(characteristic, offset: offset) }
+        return try await queue.withLock { [backend] in try await backend.read(characteristic, offset: offset) }
     }
 
     /// Writes a characteristic's value.
@@ -177,7 +183,7 @@ public actor Peripheral {
                     "\(value.count) bytes do not fit a \(type == .withResponse ? "write" : "write without response") "
                     + "of \(characteristic.uuid): at most \(limit) bytes")
         }
-        try await queue.run { [backend] in try await backend.write(value, to: characteristic, type: type) }
+        try await queue.withLock { [backend] in try await backend.write(value, to: characteristic, type: type) }
     }
 
     /// Reads a descriptor's value.
@@ -187,7 +193,7 @@ public actor Peripheral {
     ///   answered with an ATT error; ``BluetoothError/Code/disconnected`` when the link drops.
     public func read(_ identifier: some DescriptorIdentifier) async throws -> [UInt8] {
         let descriptor = try descriptor(identifier)
-        return try await queue.run { [backend] in try await backend.read(descriptor) }
+        return try await queue.withLock { [backend] in try await backend.read(descriptor) }
     }
 
     /// Writes a descriptor's value.
@@ -201,7 +207,7 @@ public actor Peripheral {
         guard value.count <= 512 else {
             throw BluetoothError(.valueTooLong, message: "\(value.count) bytes exceed the 512-byte attribute limit")
         }
-        try await queue.run { [backend] in try await backend.write(value, to: descriptor) }
+        try await queue.withLock { [backend] in try await backend.write(value, to: descriptor) }
     }
 
     /// The ATT MTU negotiated for the link, when BlueZ reports it.
@@ -232,7 +238,7 @@ public actor Peripheral {
             throw BluetoothError(.notSupported, message: "\(characteristic.uuid) neither notifies nor indicates")
         }
         let (stream, continuation) = NotificationStream.make()
-        try await queue.run { [backend] in try await backend.subscribe(to: characteristic, into: continuation) }
+        try await queue.withLock { [backend] in try await backend.subscribe(to: characteristic, into: continuation) }
         return stream
     }
 }

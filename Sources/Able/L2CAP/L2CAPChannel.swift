@@ -44,6 +44,9 @@
 /// - Important: The channel closes when ``close()`` is called, when either side closes it, when
 ///   the link is lost, or when the last reference to the channel goes away; ``packets`` alone
 ///   does not keep it open.
+///
+/// The channel keeps no state of its own (its engine's lives on the socket's queue or behind
+/// locks): it is an actor for its executor, that queue, which actors of yours can share as above.
 public actor L2CAPChannel {
     /// The largest SDU the peer accepts, in bytes: the most ``send(_:)`` can send at once.
     ///

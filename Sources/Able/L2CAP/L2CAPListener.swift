@@ -17,6 +17,9 @@
 /// - Important: The listener stops listening when ``close()`` is called, when the last
 ///   reference to it goes away, or when the task that iterates ``channels`` is cancelled;
 ///   channels already accepted stay open.
+///
+/// The listener keeps no state of its own (its engine's lives on the socket's queue): it is an
+/// actor for its executor, that queue.
 public actor L2CAPListener {
     /// The PSM peers connect to: the one asked for, or the dynamic one (`0x0080`–`0x00FF`) the
     /// kernel picked for ``PSM/automatic``.

@@ -19,7 +19,7 @@ import Synchronization
 /// suspending is answered with no thread switch at all. So a handler must not block (no sleeping,
 /// no synchronous I/O) before its first `await`: that would hold up the connection.
 ///
-/// - Important: Close the server when done (or use ``Adapter/withGATTServer(_:_:)``); BlueZ
+/// - Important: Close the server when done (or use ``Adapter/withGATTServer(_:isolation:_:)``); BlueZ
 ///   keeps serving a registered application until it is unregistered or this process exits.
 public actor GATTServer {
     private enum State {
@@ -198,10 +198,23 @@ public actor GATTServer {
 }
 
 extension Adapter {
-    /// Runs `body` with a GATT server started from `definition`, and closes it afterwards.
-    public func withGATTServer<T: Sendable>(
-        _ definition: GATTServerDefinition, _ body: (GATTServer) async throws -> T
-    ) async throws -> T {
+    /// Runs `body` with a GATT server started from `definition`, and closes it afterwards,
+    /// whatever `body` does.
+    ///
+    /// `body` runs where the caller is (on the main actor when called from there, on a test's
+    /// actor in a test), not on the adapter, so it can use the caller's state without `await`
+    /// and return what is not `Sendable`.
+    ///
+    /// - Parameters:
+    ///   - definition: The server's services and handlers.
+    ///   - isolation: Where `body` runs; the caller's actor by default.
+    ///   - body: What to do while the server serves.
+    /// - Returns: What `body` returned.
+    /// - Throws: What starting the server (see ``GATTServer/start(on:definition:)``) or `body` throws.
+    public func withGATTServer<T>(
+        _ definition: GATTServerDefinition, isolation: isolated (any Actor)? = #isolation,
+        _ body: (GATTServer) async throws -> sending T
+    ) async throws -> sending T {
         let server = try await GATTServer.start(on: self, definition: definition)
         do {
             let result = try await body(server)
