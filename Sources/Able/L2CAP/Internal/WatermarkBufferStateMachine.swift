@@ -68,9 +68,6 @@ struct WatermarkBufferStateMachine<Element, Waiter> {
     /// How many elements wait for the consumer.
     var bufferedCount: Int { elements.count }
 
-    /// Whether the producer has ended the buffer.
-    var isTerminated: Bool { termination != nil }
-
     // MARK: Producer
 
     enum StartFetchAction {
