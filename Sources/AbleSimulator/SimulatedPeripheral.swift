@@ -116,7 +116,7 @@ public final class SimulatedPeripheral: Sendable {
     }
 
     /// Makes connections come up without their services ever being resolved, so that
-    /// ``Peripheral/connect(timeout:)`` times out; ``resolveServices()`` undoes it.
+    /// ``/Able/Peripheral/connect(timeout:)`` times out; ``resolveServices()`` undoes it.
     public func neverResolveServices() {
         radio.state.withLock { $0.devices[address]?.servicesResolve = false }
     }
@@ -127,7 +127,7 @@ public final class SimulatedPeripheral: Sendable {
     }
 
     /// Makes the link drop while the next GATT request (read or write) is in flight: the request
-    /// throws ``BluetoothError/Code/disconnected``, as do the notification streams.
+    /// throws ``/Able/BluetoothError/Code/disconnected``, as do the notification streams.
     public func dropLinkDuringNextRequest() {
         radio.state.withLock { $0.devices[address]?.dropLinkOnNextRequest = true }
     }

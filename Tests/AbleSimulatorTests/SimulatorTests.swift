@@ -78,7 +78,7 @@ struct SimulatorTests {
         let advertising = try await serverAdapter.startAdvertising(
             Advertisement(localName: "psm", serviceUUIDs: [SeedService.a.uuid]))
         let discovery = try await centralAdapter.scan(ScanFilter(namePrefix: "ps")).first(timeout: .seconds(3))
-        let peripheral = await centralAdapter.peripheral(for: discovery)
+        let peripheral = centralAdapter.peripheral(for: discovery)
         try await peripheral.connect()
         #expect(try await peripheral.read(SeedCharacteristic.a1) == [0x80, 0x00])
         let notifications = try await peripheral.notifications(of: SeedCharacteristic.a1)
@@ -98,7 +98,7 @@ struct SimulatorTests {
         let radio = SimulatedRadio()
         let peripheral = seedPeripheral(on: radio)
         let adapter = radio.makeAdapter()
-        let device = await adapter.peripheral(address: Self.peripheralAddress)
+        let device = adapter.peripheral(address: Self.peripheralAddress)
         peripheral.failNextConnection(errorName: "org.bluez.Error.Failed", message: "le-connection-abort-by-local")
         let error = await #expect(throws: BluetoothError.self) { try await device.connect() }
         #expect(error?.message == "le-connection-abort-by-local")
@@ -114,7 +114,7 @@ struct SimulatorTests {
     @Test func aLeakIsReported() async throws {
         let radio = SimulatedRadio()
         _ = seedPeripheral(on: radio)
-        let device = await radio.makeAdapter().peripheral(address: Self.peripheralAddress)
+        let device = radio.makeAdapter().peripheral(address: Self.peripheralAddress)
         try await device.connect()
         #expect(radio.openResources.count == 1)
         try await device.disconnect()

@@ -1,4 +1,4 @@
-public import Able
+import Able
 public import Testing
 
 /// The scenarios every backend must pass alike: written once, run on the simulated radio in

@@ -1,7 +1,7 @@
 public import Able
 import Foundation
 import Synchronization
-public import Testing
+import Testing
 
 /// Where the scenarios run: two adapters that see each other, a central and a peripheral, on
 /// the simulated radio or on real BlueZ.

@@ -1,5 +1,5 @@
 public import AbleDBus
-public import Foundation
+import Foundation
 
 /// A `dbus-daemon` of the test's own, on a socket in a fresh temporary directory.
 public final class PrivateBus: Sendable {

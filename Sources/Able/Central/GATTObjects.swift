@@ -65,7 +65,7 @@ public struct GATTDescriptor: Sendable, Hashable, CustomStringConvertible {
 public enum WriteType: Sendable, Hashable {
     /// Write Request: the peripheral confirms, or answers with an ATT error.
     case withResponse
-    /// Write Command: no answer; at most ``Peripheral/maximumWriteLength(for:)`` bytes.
+    /// Write Command: no answer; at most ``Peripheral/maximumWriteLength(for:type:)`` bytes.
     case withoutResponse
 }
 

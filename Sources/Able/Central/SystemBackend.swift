@@ -5,7 +5,7 @@
 /// product links it into every program that uses Able, so this module finds it by its type name
 /// at run time instead of importing it: the dependency arrows keep pointing down, from the
 /// backends to the public API, and users still write only `import Able`.
-package protocol SystemBackend {
+package protocol SystemBackend: SendableMetatype {
     /// Opens the adapter named `name`, or the system's default one for `nil`.
     static func adapter(named name: String?) async throws -> any AdapterBackend
 }

@@ -11,7 +11,10 @@
 /// throw ATTError.insufficientAuthorization
 /// ```
 ///
-/// - Important: A server that runs on BlueZ can send only some codes; see ``bluezErrorName``.
+/// - Important: A server that runs on BlueZ can send only some codes: the application errors,
+///   ``readNotPermitted``, ``writeNotPermitted``, ``insufficientAuthorization``,
+///   ``requestNotSupported``, ``invalidOffset``, ``invalidAttributeValueLength`` and
+///   ``procedureAlreadyInProgress``. BlueZ sends any other code as ``unlikelyError``.
 public struct ATTError: RawRepresentable, Hashable, Sendable, Error {
     /// The code as it appears in the Error Response PDU.
     public let rawValue: UInt8

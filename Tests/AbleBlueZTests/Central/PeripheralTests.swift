@@ -38,7 +38,7 @@ struct PeripheralTests {
             Self.address, services: Self.services, announcesConnected: announcesConnected)
         let system = try await BlueZSystem.open(on: try await bus.connect())
         let adapter = Adapter(backend: try await BlueZAdapterBackend.open(name: "hci0", system: system))
-        let peripheral = await adapter.peripheral(address: BluetoothAddress(Self.address)!)
+        let peripheral = adapter.peripheral(address: BluetoothAddress(Self.address)!)
         try await body(fake, device, adapter, peripheral)
     }
 
@@ -135,7 +135,7 @@ struct PeripheralTests {
         let connection = try await bus.connect()
         let system = try await BlueZSystem.open(on: connection)
         let adapter = Adapter(backend: try await BlueZAdapterBackend.open(name: "hci0", system: system))
-        let peripheral = await adapter.peripheral(address: BluetoothAddress(Self.address)!)
+        let peripheral = adapter.peripheral(address: BluetoothAddress(Self.address)!)
         try await peripheral.connect(timeout: .seconds(5))
         let values = try await peripheral.notifications(of: SeedCharacteristic.b2)
         var iterator = values.makeAsyncIterator()
@@ -268,7 +268,7 @@ struct PairingTests {
         let device = try await fake.addConnectableDevice(PeripheralTests.address, services: [])
         let system = try await BlueZSystem.open(on: try await bus.connect())
         let adapter = Adapter(backend: try await BlueZAdapterBackend.open(name: "hci0", system: system))
-        try await body(fake, device, await adapter.peripheral(address: BluetoothAddress(PeripheralTests.address)!), bus)
+        try await body(fake, device, adapter.peripheral(address: BluetoothAddress(PeripheralTests.address)!), bus)
     }
 
     @Test func theDefaultAgentConfirmsAndThePeripheralIsPaired() async throws {

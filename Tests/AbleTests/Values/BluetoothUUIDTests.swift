@@ -34,8 +34,8 @@ struct BluetoothUUIDTests {
     }
 
     @Test("A 128-bit UUID outside the base range keeps its value and has no short form")
-    func customUUIDHasNoShortForm() throws {
-        let uuid = try #require(BluetoothUUID("12E61727-B41A-436F-B64D-4777B35F2294"))
+    func customUUIDHasNoShortForm() {
+        let uuid: BluetoothUUID = "12E61727-B41A-436F-B64D-4777B35F2294"
         #expect(uuid.uuidString == "12e61727-b41a-436f-b64d-4777b35f2294")
         #expect(uuid.uuid128 == 0x12E6_1727_B41A_436F_B64D_4777_B35F_2294)
         #expect(uuid.shortForm == nil)
@@ -44,15 +44,15 @@ struct BluetoothUUIDTests {
     }
 
     @Test("A UUID that differs from the base only outside the short-form bits is not a short UUID")
-    func nearBaseUUIDIsNotShort() throws {
-        let uuid = try #require(BluetoothUUID("0000180d-0000-1000-8000-00805f9b34fc"))
+    func nearBaseUUIDIsNotShort() {
+        let uuid: BluetoothUUID = "0000180d-0000-1000-8000-00805f9b34fc"
         #expect(uuid.shortForm == nil)
         #expect(uuid != .heartRate)
     }
 
     @Test("A 32-bit alias above 0xFFFF keeps its 32-bit width")
-    func thirtyTwoBitAlias() throws {
-        let uuid = try #require(BluetoothUUID("1234ABCD"))
+    func thirtyTwoBitAlias() {
+        let uuid: BluetoothUUID = "1234ABCD"
         #expect(uuid == BluetoothUUID(uuid32: 0x1234_ABCD))
         #expect(uuid.uuidString == "1234abcd-0000-1000-8000-00805f9b34fb")
         #expect(uuid.shortForm == 0x1234_ABCD)
