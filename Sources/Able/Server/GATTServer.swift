@@ -8,7 +8,7 @@ import Synchronization
 ///     Service(serviceID) {
 ///         Characteristic(psmID, properties: [.read, .indicate])
 ///     }
-///     OnRead(psmID) { _ in psm.bytes }
+///     OnRead([psmID]) { _ in psm.bytes }
 /// }
 /// try await server.notify(psmID, value: psm.bytes)
 /// await server.close()

@@ -13,8 +13,8 @@ public protocol GATTServerComponent: Sendable {
 ///     Service(serviceID) {
 ///         Characteristic(psmID, properties: [.read, .indicate], permissions: .readable)
 ///     }
-///     OnRead(psmID) { request in psm.bytes }
-///     OnConnectionStateChange { central, isConnected in print(central, isConnected) }
+///     OnRead([psmID]) { request in psm.bytes }
+///     OnConnectionStateChange { server, central, isConnected in print(central, isConnected) }
 /// }
 /// ```
 @resultBuilder
