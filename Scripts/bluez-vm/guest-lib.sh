@@ -7,7 +7,8 @@
 
 ABLE_VM_STATE=/run/able-vm
 ABLE_VM_OUT=/run/able-vm/out
-ABLE_VM_ADAPTERS="hci0 hci1"
+# The adapters btvirt makes (guest-run writes the list: hci0 hci1 hci2).
+ABLE_VM_ADAPTERS="$(cat "$ABLE_VM_STATE/adapters" 2> /dev/null || echo hci0 hci1)"
 
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
 
@@ -81,7 +82,7 @@ power_on_stragglers() {
     done
 }
 
-# wait_bluez_ready TIMEOUT: until both adapters are on D-Bus and powered;
+# wait_bluez_ready TIMEOUT: until every adapter is on D-Bus and powered;
 # halfway through, power on any adapter bluetoothd left unpowered. Fails at
 # once if bluetoothd exits.
 wait_bluez_ready() {

@@ -73,9 +73,14 @@ package enum KernelL2CAP {
             case .success:
                 break
             case .failure(let errno) where errno == .inProgress || errno.isWouldBlock:
-                try await PendingConnect.wait(
-                    socket: socket, operations: operations, queue: executor.queue, timeout: timeout,
-                    describe: describe)
+                do {
+                    try await PendingConnect.wait(
+                        socket: socket, operations: operations, queue: executor.queue, timeout: timeout,
+                        describe: describe)
+                } catch let error as BluetoothError {
+                    throw securityRefusal(socket, asked: security, after: error, operations, address: address, psm: psm)
+                        ?? error
+                }
             case .failure(let errno):
                 throw describe(errno)
             }
@@ -107,6 +112,30 @@ package enum KernelL2CAP {
         default:
             return BluetoothError(errno, while: "connecting to \(target)")
         }
+    }
+
+    /// The error for a connection the peer refused for want of security, if `error` was one.
+    ///
+    /// A peer that demands more security answers "insufficient authentication" or "insufficient
+    /// encryption", and the kernel then raises the socket's `BT_SECURITY` level above the one
+    /// asked for and ends the attempt. How it ends depends on the controller's Disconnection
+    /// Complete: with `EACCES` where the local side's reason is passed through (BlueZ 5.66's
+    /// emulator), with `ECONNABORTED` where the controller reports "Connection Terminated By
+    /// Local Host" as real controllers do (BlueZ 5.82's emulator, `emulator/btdev.c`). The raised
+    /// level tells the second case apart from a link that was merely lost.
+    private static func securityRefusal(
+        _ socket: CInt, asked: L2CAPChannel.SecurityLevel, after error: BluetoothError,
+        _ operations: SocketOperations, address: BluetoothAddress, psm: PSM
+    ) -> BluetoothError? {
+        guard let errno = error.cause as? Errno, errno.rawValue == ECONNABORTED || errno.rawValue == ECONNRESET,
+            case .success(let value) = operations.integerOption(
+                socket, level: ABLE_SOL_BLUETOOTH, name: ABLE_BT_SECURITY, size: 2),
+            // struct bt_security { u8 level; u8 key_size; }, little-endian in the integer.
+            UInt8(truncatingIfNeeded: value) > asked.rawValue
+        else { return nil }
+        return BluetoothError(
+            .notPermitted, message: "\(address) on \(psm) requires more security for this L2CAP channel",
+            cause: errno)
     }
 
     /// Starts listening for LE credit-based channels.

@@ -80,6 +80,27 @@ struct L2CAPConnectTests {
         #expect(kernel.openSockets.isEmpty)
     }
 
+    @Test(
+        "A connection the kernel aborts after raising the socket's security was refused for security",
+        .timeLimit(.minutes(1)),
+        arguments: [
+            (CInt(ECONNABORTED), UInt8(2), BluetoothError.Code.notPermitted),
+            (ECONNRESET, 3, .notPermitted),
+            (ECONNABORTED, 1, .connectionAttemptFailed),
+            (ECONNRESET, 1, .connectionAttemptFailed),
+        ]
+    )
+    func refusedForSecurity(connectionError: CInt, securityAfterFailure: UInt8, code: BluetoothError.Code)
+        async throws
+    {
+        let kernel = FakeL2CAPKernel(
+            .init(connectionError: connectionError, securityAfterFailure: securityAfterFailure))
+        let error = await #expect(throws: BluetoothError.self) { try await connect(kernel) }
+        #expect(error?.code == code)
+        #expect((error?.cause as? Errno)?.rawValue == connectionError)
+        #expect(kernel.openSockets.isEmpty)
+    }
+
     @Test("A connection that does not complete in time throws timeout and closes the socket", .timeLimit(.minutes(1)))
     func timeout() async throws {
         let kernel = FakeL2CAPKernel(.init(neverWritable: true))

@@ -14,6 +14,35 @@ enum Guest {
     /// The adapter that advertises and serves (`hci1`).
     static var peripheral: String { environment["ABLE_BLUEZ_PERIPHERAL"] ?? "hci1" }
 
+    /// A second adapter that scans and connects (`hci2`), so that one server can face two centrals.
+    static var secondCentral: String { environment["ABLE_BLUEZ_SECOND_CENTRAL"] ?? "hci2" }
+
+    /// The version of the guest's `bluetoothd` (`ABLE_BLUEZ_VERSION`: `5.66` or `5.82`), or `nil`
+    /// outside the guest.
+    static var bluezVersion: BlueZVersion? { environment["ABLE_BLUEZ_VERSION"].flatMap(BlueZVersion.init) }
+
+    /// A BlueZ version, `major.minor`, ordered: `Guest.bluezVersion! >= BlueZVersion(5, 70)`.
+    struct BlueZVersion: Comparable, CustomStringConvertible, Sendable {
+        let major: Int
+        let minor: Int
+
+        init(_ major: Int, _ minor: Int) {
+            self.major = major
+            self.minor = minor
+        }
+
+        /// Reads `5.82` (what `bluetoothd --version` prints).
+        init?(_ text: String) {
+            let parts = text.split(separator: ".")
+            guard parts.count == 2, let major = Int(parts[0]), let minor = Int(parts[1]) else { return nil }
+            self.init(major, minor)
+        }
+
+        var description: String { "\(major).\(minor)" }
+
+        static func < (lhs: Self, rhs: Self) -> Bool { (lhs.major, lhs.minor) < (rhs.major, rhs.minor) }
+    }
+
     /// Runs the guest's `restart-bluetoothd` script and waits for it to exit.
     ///
     /// The script returns once the new `bluetoothd` has both adapters powered on D-Bus; its
@@ -48,6 +77,12 @@ enum Guest {
 }
 
 extension Trait where Self == ConditionTrait {
+    /// Runs a test only on a guest `bluetoothd` of at least `major.minor`; elsewhere it is reported
+    /// as skipped, with the reason (which should say what the older BlueZ lacks).
+    static func needsBlueZ(_ major: Int, _ minor: Int, _ reason: Comment) -> Self {
+        .enabled(if: (Guest.bluezVersion ?? .init(0, 0)) >= .init(major, minor), reason)
+    }
+
     /// Runs a suite only in the guest; elsewhere its tests are reported as skipped, with the reason.
     static var onlyInTheBlueZGuest: Self {
         .enabled(

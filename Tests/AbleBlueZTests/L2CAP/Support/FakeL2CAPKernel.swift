@@ -23,6 +23,9 @@ final class FakeL2CAPKernel: Sendable {
         var connectionError: CInt = 0
         /// Fill the connecting socket's buffer so that it never becomes writable.
         var neverWritable = false
+        /// The `BT_SECURITY` level the socket reports after a failed connection: the kernel
+        /// raises it when the peer refuses for want of security.
+        var securityAfterFailure: UInt8 = 1
         var sendMTU: UInt16 = 251
         var receiveMTU: UInt16 = 512
         /// The PSM `getsockname` reports for a listener bound to PSM 0.
@@ -145,6 +148,8 @@ final class FakeL2CAPKernel: Sendable {
             switch (level, name) {
             case (SOL_SOCKET, SO_ERROR):
                 answer = withUnsafeBytes(of: configuration.connectionError) { Array($0) }
+            case (ABLE_SOL_BLUETOOTH, ABLE_BT_SECURITY):
+                answer = [configuration.securityAfterFailure, 0]
             case (ABLE_SOL_BLUETOOTH, ABLE_BT_SNDMTU):
                 answer = withUnsafeBytes(of: configuration.sendMTU) { Array($0) }
             case (ABLE_SOL_BLUETOOTH, ABLE_BT_RCVMTU):
