@@ -1,4 +1,4 @@
-import Synchronization
+import AbleStreams
 
 #if canImport(Glibc)
     import Glibc
@@ -65,7 +65,7 @@ struct Console: Sendable {
 
 /// What a capturing ``Console`` was given, a line per element.
 final class CapturedOutput: Sendable {
-    private let lines = Mutex<(out: [String], error: [String])>(([], []))
+    private let lines = Lock<(out: [String], error: [String])>(([], []))
 
     /// The lines written to standard output.
     var out: [String] { lines.withLock { $0.out } }

@@ -1,7 +1,6 @@
 import AbleStreams
 import CDBus
 import Dispatch
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc

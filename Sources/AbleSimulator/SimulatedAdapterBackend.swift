@@ -1,6 +1,5 @@
 import Able
 import AbleStreams
-import Synchronization
 
 /// The simulator's adapters.
 struct SimulatedAdapterBackend: AdapterBackend {

@@ -1,4 +1,4 @@
-import Synchronization
+import AbleStreams
 
 /// The clock of a ``SimulatedRadio``: virtual time that the test controls, on which every
 /// simulated delay and every timeout of the radio's adapters runs.
@@ -84,7 +84,7 @@ public final class SimulatedClock: Clock, Sendable {
     /// How many more spells a quiet spell waits for while a busy check says work is pending.
     static let busySpells = 64
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// How the clock moves.
     public let mode: Mode

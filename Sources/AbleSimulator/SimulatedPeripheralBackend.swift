@@ -1,6 +1,5 @@
 import Able
 import AbleStreams
-import Synchronization
 
 /// A remote device seen from a simulated central.
 struct SimulatedPeripheralBackend: PeripheralBackend {

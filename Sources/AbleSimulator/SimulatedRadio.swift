@@ -1,6 +1,5 @@
 public import Able
 import AbleStreams
-import Synchronization
 
 /// An in-memory Bluetooth radio for tests: simulated adapters and peripherals that find,
 /// connect to and talk to each other through the same public API as BlueZ, with no D-Bus,
@@ -28,7 +27,7 @@ import Synchronization
 /// returns (or ``peripheral(_:)`` for a simulated adapter's server), and through the adapters'
 /// own API (``/Able/Adapter/setPowered(_:)``).
 public final class SimulatedRadio: Sendable {
-    let state = Mutex(RadioState())
+    let state = Lock(RadioState())
 
     /// The clock every delay and timeout of this radio runs on.
     public let clock: SimulatedClock

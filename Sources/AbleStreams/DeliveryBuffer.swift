@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The bounded buffer behind a hot stream: producers yield into it from wherever values arrive,
 /// without a task or a hop and without ever waiting, and one consumer takes them in a
 /// `for try await` loop.
@@ -39,11 +37,11 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
     /// What became of a yielded value.
     package typealias YieldResult = Machine.YieldResult
 
-    private let state: Mutex<Machine>
+    private let state: Lock<Machine>
 
     /// A buffer of at most `limit` values (at least one) with the given policy when full.
     package init(limit: Int, policy: Policy) {
-        state = Mutex(Machine(limit: limit, policy: policy))
+        state = Lock(Machine(limit: limit, policy: policy))
     }
 
     // MARK: Producing

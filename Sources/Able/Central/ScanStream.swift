@@ -71,7 +71,7 @@ public struct ScanStream: AsyncSequence, Sendable {
         // Whichever of the discovery and the timeout happens first claims the result at once,
         // whenever its task gets to finish: on a loaded machine (and on a simulated clock that
         // has moved on) the loser's task may finish first.
-        let winner = LockedValue<Outcome?>(nil)
+        let winner = Lock<Outcome?>(nil)
         func claim(_ outcome: Outcome) -> Bool {
             winner.withLock { winner in
                 guard winner == nil else { return false }
@@ -93,7 +93,7 @@ public struct ScanStream: AsyncSequence, Sendable {
             }
             defer { group.cancelAll() }
             while let outcome = try await group.next() {
-                switch (outcome, winner.value) {
+                switch (outcome, winner.withLock { $0 }) {
                 case (.discovery(let discovery?), .discovery?):
                     // Only now, with the timeout cancelled, is the discovery taken: a simulated
                     // clock holds time still while a scan holds a discovery not taken.

@@ -1,4 +1,4 @@
-import Synchronization
+import AbleStreams
 
 /// A local GATT server: the services of a ``GATTServerDefinition``, served through the adapter,
 /// with the definition's handlers answering centrals.
@@ -31,7 +31,7 @@ public actor GATTServer {
     package let backend: any GATTServerBackend
     private var state = State.open
     /// Which characteristics have subscribers, as the backend reports it.
-    private let subscriptions = LockedValue<[AttributeID: Bool]>([:])
+    private let subscriptions = Lock<[AttributeID: Bool]>([:])
     private var eventTask: Task<Void, Never>?
     private var eventContinuation: AsyncStream<Event>.Continuation?
 

@@ -1,5 +1,4 @@
 import Able
-import Synchronization
 
 /// `able demo`: the seed scenario end to end, with a timed transcript.
 ///
