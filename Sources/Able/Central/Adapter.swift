@@ -88,6 +88,12 @@ public actor Adapter {
         try await systemAdapter(named: name)
     }
 
+    /// Waits `duration` on the adapter's clock: the wall clock on BlueZ, simulated time on a
+    /// simulated radio.
+    package nonisolated func sleep(for duration: Duration) async throws {
+        try await backend.sleep(for: duration)
+    }
+
     /// The adapter's state now.
     public var state: State { backend.currentState }
 

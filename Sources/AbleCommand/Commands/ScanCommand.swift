@@ -40,7 +40,7 @@ struct ScanCommand: Command {
         console.progress("scanning on \(adapter.name) for \(timeout.seconds) s (Ctrl-C to stop)…")
         let limit = count
         let counter = Counter()
-        _ = try await withTimeLimit(timeout) {
+        _ = try await withTimeLimit(timeout, sleep: adapter.sleep(for:)) {
             for try await discovery in scan {
                 console.result(Self.describe(discovery), json: Self.json(discovery))
                 let total = counter.increment()

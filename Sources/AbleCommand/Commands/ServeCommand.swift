@@ -52,10 +52,11 @@ struct ServeCommand: Command {
             "serving on \(adapter.name) as \"\(name)\"" + (duration == nil ? " (Ctrl-C to stop)" : ""),
             json: .object([("event", "serving"), ("adapter", .string(adapter.name)), ("name", .string(name))]))
         let interval = self.interval
-        _ = try? await withTimeLimit(duration ?? .seconds(86_400 * 365)) {
+        // The adapter's clock: a simulated adapter serves for simulated time.
+        _ = try? await withTimeLimit(duration ?? .seconds(86_400 * 365), sleep: adapter.sleep(for:)) {
             var level: UInt8 = 100
             while true {
-                try await Task.sleep(for: interval)
+                try await adapter.sleep(for: interval)
                 level = level > 1 ? level - 1 : 100
                 try? await server.setValue([level], of: .batteryLevel)
                 if await server.isSubscribed(.batteryLevel) {
