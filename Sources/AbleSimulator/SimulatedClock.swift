@@ -1,3 +1,4 @@
+import Able
 import AbleStreams
 
 /// The clock of a ``SimulatedRadio``: virtual time that the test controls, on which every
@@ -9,20 +10,22 @@ import AbleStreams
 /// code under test can sleep on it too (`try await radio.clock.sleep(for: .seconds(1))`).
 ///
 /// **Automatic mode** (the default): time jumps to the next deadline as soon as everything is
-/// waiting. "Everything is waiting" is detected as a quiet spell: the clock has sleepers, and
-/// while its driver yields the cooperative thread pool a number of times in a row (letting
-/// every task that was ready run first), no sleeper is added or removed and the radio sees no
-/// operation. The spell is extended, a bounded number of times, while a sleeper it woke has
-/// not run yet or a scan or notification stream of the radio holds values its consumer has
-/// not taken. Then the earliest deadline fires, and the clock looks for the next quiet spell.
-/// Sleepers with the same deadline wake in the order they went to sleep. No real time passes:
-/// the driver yields, it never sleeps.
+/// waiting. The clock knows that from its ``executor``, which runs the simulation one job at a
+/// time: run the code under test on it with ``run(_:)`` (or ``SimulatedRadio/run(_:)``), and
+/// its child tasks, the actors it calls and the tasks Able starts for it run there too. When
+/// the executor has nothing left to run, no sleeper woken off the executor is still on its
+/// way, and no scan or notification stream of the radio has woken a consumer that has not come
+/// for its value, the earliest deadline fires; sleepers with the same deadline wake in the
+/// order they went to sleep. This never depends on real time or on how threads are scheduled:
+/// a loaded machine runs the same simulation, only slower.
 ///
-/// The limit: work the clock cannot see — a task busy computing for longer than the quiet
-/// spell, or one waiting on something outside the radio and the clock (a file, a real
-/// socket, a `DispatchQueue`) — is not waited for, and a timeout may fire while it runs.
-/// Tests of such code use **manual mode**, in which time moves only when the test calls
-/// ``advance(by:)`` or ``advance(to:)``.
+/// The limit: work the executor does not run is not waited for, and a timeout may fire while it
+/// runs: tasks started with `Task {}` (start them with
+/// `Task(executorPreference: radio.clock.executor)`), code that is not inside ``run(_:)``, and
+/// anything waiting outside the clock and the radio (a file, a real socket, a `DispatchQueue`;
+/// data on a simulated L2CAP channel moves through a real socket pair). Tests of such code use
+/// **manual mode**, in which time moves only when the test calls ``advance(by:)`` or
+/// ``advance(to:)``.
 ///
 /// ```swift
 /// let radio = SimulatedRadio(clock: SimulatedClock(mode: .manual))
@@ -69,22 +72,22 @@ public final class SimulatedClock: Clock, Sendable {
         var now = Instant(offset: .zero)
         var sleepers: [UInt64: Sleeper] = [:]
         var nextID: UInt64 = 0
-        /// Changes whenever something happens that could add an earlier deadline.
-        var generation: UInt64 = 0
-        var isDriving = false
-        /// Sleepers resumed whose tasks have not run yet: a quiet spell waits for them.
+        /// Sleepers resumed whose tasks have not run yet: time waits for them.
         var waking: Set<UInt64> = []
-        /// Say whether work the clock woke is still to be done (such as values a stream holds
-        /// for its consumer); a quiet spell is extended while one says so.
-        var busyChecks: [@Sendable () -> Bool] = []
+        /// Say whether a value was handed to a consumer that has not taken it yet (such as a
+        /// discovery a scan stream woke its consumer for): time waits while one says so.
+        var handOffChecks: [@Sendable () -> Bool] = []
+        /// Calls of ``advance(to:)`` waiting for what a deadline woke to be done.
+        var settling: [UnsafeContinuation<Void, Never>] = []
     }
 
-    /// How many yields in a row without activity make a quiet spell.
-    static let quietYields = 48
-    /// How many more spells a quiet spell waits for while a busy check says work is pending.
-    static let busySpells = 64
-
     private let state = Lock(State())
+
+    /// The executor the simulation runs on: in automatic mode, time moves when it has nothing to
+    /// run. Prefer it for tasks the code under test starts:
+    /// `Task(executorPreference: clock.executor) { … }`.
+    public var executor: any TaskExecutor { simulation }
+    private let simulation = SimulatedExecutor()
 
     /// How the clock moves.
     public let mode: Mode
@@ -94,6 +97,21 @@ public final class SimulatedClock: Clock, Sendable {
     /// - Parameter mode: ``Mode/automatic`` (the default) or ``Mode/manual``.
     public init(mode: Mode = .automatic) {
         self.mode = mode
+        simulation.setIdleHandler { [weak self] in self?.simulationIdle() }
+    }
+
+    /// Runs `body` on the clock's ``executor``, with every task Able starts for it preferring
+    /// the executor too: the simulation then sees all of that work, and an automatic clock moves
+    /// time only when all of it waits.
+    ///
+    /// Call it from code that is not isolated to an actor (such as a test function): isolated
+    /// code runs on its actor's executor, not on the clock's.
+    public func run<T: Sendable>(
+        isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T
+    ) async rethrows -> T {
+        try await InheritedExecutor.$preferred.withValue(simulation) {
+            try await withTaskExecutorPreference(simulation) { try await body() }
+        }
     }
 
     /// The current simulated time.
@@ -114,7 +132,10 @@ public final class SimulatedClock: Clock, Sendable {
             state.nextID += 1
             return state.nextID
         }
-        defer { _ = state.withLock { $0.waking.remove(id) } }
+        defer {
+            // A sleeper woken off the executor is on its way until here: time waited for it.
+            if state.withLock({ $0.waking.remove(id) }) != nil { simulation.look() }
+        }
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
                 let resumeNow = state.withLock { state -> Bool? in
@@ -123,20 +144,16 @@ public final class SimulatedClock: Clock, Sendable {
                     guard !Task.isCancelled else { return nil }
                     guard deadline > state.now else { return true }
                     state.sleepers[id] = Sleeper(deadline: deadline, wakeup: .continuation(continuation))
-                    state.generation &+= 1
                     return false
                 }
                 switch resumeNow {
                 case nil: continuation.resume(throwing: CancellationError())
                 case true?: continuation.resume()
-                case false?: startDriving()
+                case false?: deadlineAdded()
                 }
             }
         } onCancel: {
-            let removed = state.withLock { state -> Sleeper? in
-                state.generation &+= 1
-                return state.sleepers.removeValue(forKey: id)
-            }
+            let removed = state.withLock { $0.sleepers.removeValue(forKey: id) }
             if case .continuation(let continuation) = removed?.wakeup {
                 continuation.resume(throwing: CancellationError())
             }
@@ -171,14 +188,13 @@ public final class SimulatedClock: Clock, Sendable {
             guard deadline > state.now else { return nil }
             state.nextID += 1
             state.sleepers[state.nextID] = Sleeper(deadline: deadline, wakeup: .action(action))
-            state.generation &+= 1
             return state.nextID
         }
         guard let id else {
             action()
             return 0
         }
-        startDriving()
+        deadlineAdded()
         return id
     }
 
@@ -191,21 +207,13 @@ public final class SimulatedClock: Clock, Sendable {
     /// Drops a scheduled action that has not run.
     func cancel(_ token: UInt64) {
         state.withLock { state in
-            if case .action = state.sleepers[token]?.wakeup {
-                state.sleepers[token] = nil
-                state.generation &+= 1
-            }
+            if case .action = state.sleepers[token]?.wakeup { state.sleepers[token] = nil }
         }
     }
 
-    /// Adds a check of pending work that a quiet spell waits for (within ``busySpells`` spells).
-    func addBusyCheck(_ check: @escaping @Sendable () -> Bool) {
-        state.withLock { $0.busyChecks.append(check) }
-    }
-
-    /// Tells the clock that the radio did something: an automatic clock waits for a new quiet spell.
-    func noteActivity() {
-        state.withLock { $0.generation &+= 1 }
+    /// Adds a check of values handed to consumers and not yet taken, which time waits for.
+    func addHandOffCheck(_ check: @escaping @Sendable () -> Bool) {
+        state.withLock { $0.handOffChecks.append(check) }
     }
 
     // MARK: Moving time
@@ -223,7 +231,6 @@ public final class SimulatedClock: Clock, Sendable {
         let due = state.withLock { state -> [Wakeup] in
             if deadline > state.now { state.now = deadline }
             let ids = state.sleepers.filter { $0.value.deadline <= deadline }.keys.sorted()
-            state.generation &+= 1
             return ids.compactMap { id -> Wakeup? in
                 guard let wakeup = state.sleepers.removeValue(forKey: id)?.wakeup else { return nil }
                 if case .continuation = wakeup { state.waking.insert(id) }
@@ -238,58 +245,43 @@ public final class SimulatedClock: Clock, Sendable {
         }
     }
 
-    /// Lets every task that is ready run until nothing happens for a quiet spell.
-    ///
-    /// A spell is also extended, a bounded number of times, while a busy check reports work
-    /// that woken tasks have yet to do, such as discoveries or notifications a stream holds for
-    /// a consumer that was preempted: so a timeout does not overtake what came before it in
-    /// simulated time when the machine is loaded. The bound keeps a test that leaves values in
-    /// a stream on purpose from stopping time.
+    /// Waits until what the last deadline woke is done: the executor idle and nothing on its way.
     private func settle() async {
-        var quiet = 0
-        var busySpells = 0
-        var seen = state.withLock { $0.generation }
-        while true {
-            await Task.yield()
-            let generation = state.withLock { $0.generation }
-            if generation == seen {
-                quiet += 1
-            } else {
-                seen = generation
-                quiet = 0
-            }
-            guard quiet >= Self.quietYields else { continue }
-            let (checks, waking) = state.withLock { ($0.busyChecks, $0.waking) }
-            guard busySpells < Self.busySpells, !waking.isEmpty || checks.contains(where: { $0() }) else { return }
-            busySpells += 1
-            quiet = 0
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            state.withLock { $0.settling.append(continuation) }
+            simulation.look()
         }
     }
 
-    private func startDriving() {
-        guard mode == .automatic else { return }
-        let start = state.withLock { state -> Bool in
-            guard !state.isDriving else { return false }
-            state.isDriving = true
-            return true
-        }
-        guard start else { return }
-        // One driver per busy period, not one task per sleeper.
-        Task.detached { [self] in await drive() }
+    /// A sleeper or an action was added: an automatic clock looks whether it is due.
+    private func deadlineAdded() {
+        if mode == .automatic { simulation.look() }
     }
 
-    private func drive() async {
-        while true {
-            await settle()
-            let next = state.withLock { state -> Instant? in
-                guard let earliest = state.sleepers.values.map(\.deadline).min() else {
-                    state.isDriving = false
-                    return nil
-                }
-                return earliest
-            }
-            guard let next else { return }
-            fire(at: next)
+    /// Runs on the executor's queue whenever the executor has nothing to run (or was asked to
+    /// look): if nothing is on its way either, ``advance(to:)`` calls waiting for that go on, or
+    /// else an automatic clock fires the earliest deadline.
+    private func simulationIdle() {
+        let (waking, checks) = state.withLock { ($0.waking, $0.handOffChecks) }
+        // Work on its way that the executor does not run yet: look again after it. Each such
+        // look waits for a task that was already resumed, never for time.
+        guard waking.isEmpty, !checks.contains(where: { $0() }) else {
+            simulation.look()
+            return
         }
+        let settled = state.withLock { state in
+            defer { state.settling = [] }
+            return state.settling
+        }
+        guard settled.isEmpty else {
+            for continuation in settled { continuation.resume() }
+            // An automatic clock goes on by itself once they are done.
+            if mode == .automatic { simulation.look() }
+            return
+        }
+        guard mode == .automatic, let next = nextDeadline(notAfter: nil) else { return }
+        fire(at: next)
+        // Actions run here and tasks woken off the executor enqueue nothing on it: look again.
+        simulation.look()
     }
 }

@@ -37,16 +37,33 @@ public final class SimulatedRadio: Sendable {
     /// - Parameter clock: Its clock; by default an automatic one (see ``SimulatedClock``).
     public init(clock: SimulatedClock = SimulatedClock()) {
         self.clock = clock
-        clock.addBusyCheck { [weak self] in self?.hasUntakenDeliveries ?? false }
+        clock.addHandOffCheck { [weak self] in self?.hasPendingHandOffs ?? false }
     }
 
-    /// Whether a scan or notification stream of this radio holds values its consumer has not
-    /// taken yet.
-    var hasUntakenDeliveries: Bool {
+    /// Whether a scan or notification stream of this radio woke its consumer for a value that the
+    /// consumer has not taken yet (or holds one it has not released).
+    var hasPendingHandOffs: Bool {
         state.withLock { state in
-            state.scans.values.contains { $0.continuation.hasUntakenElements }
-                || state.subscriptions.values.contains { $0.values.contains { $0.hasUntakenElements } }
+            state.scans.values.contains { $0.continuation.hasPendingHandOff }
+                || state.subscriptions.values.contains { $0.values.contains { $0.hasPendingHandOff } }
         }
+    }
+
+    /// Runs `body` on the radio's simulation, where the automatic clock sees all of its work:
+    /// ``SimulatedClock/run(_:)`` of ``clock``.
+    ///
+    /// ```swift
+    /// @Test func findsTheSensor() async throws {
+    ///     let radio = SimulatedRadio()
+    ///     try await radio.run {
+    ///         // … the code under test, on adapters of `radio` …
+    ///     }
+    /// }
+    /// ```
+    public func run<T: Sendable>(
+        isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T
+    ) async rethrows -> T {
+        try await clock.run(body)
     }
 
     /// A new simulated adapter on this radio, powered on.

@@ -85,10 +85,10 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
     /// How many values wait for the consumer.
     package var bufferedCount: Int { state.withLock { $0.bufferedCount } }
 
-    /// Whether values wait for the consumer, or were taken with ``nextHeld(isolation:)`` and are
-    /// still held: a driver of virtual time can let the consumer deal with them before it moves
-    /// time on.
-    package var hasUntakenElements: Bool { state.withLock { $0.hasUntakenElements } }
+    /// Whether a consumer was woken for a value and has not come for it yet, or took one with
+    /// ``nextHeld(isolation:)`` and still holds it: a driver of virtual time lets the consumer deal
+    /// with it before it moves time on.
+    package var hasPendingHandOff: Bool { state.withLock { $0.hasPendingHandOff } }
 
     /// Whether the consumer is suspended, waiting for a value.
     package var isConsumerWaiting: Bool { state.withLock { $0.isConsumerWaiting } }
@@ -104,7 +104,7 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
         try await next(holding: false, isolation: actor)
     }
 
-    /// Like ``next(isolation:)``, but the value counts as untaken (``hasUntakenElements``) until
+    /// Like ``next(isolation:)``, but the value counts as handed over (``hasPendingHandOff``) until
     /// ``releaseHeld()``: for a consumer that takes a value before it knows it will keep it.
     package func nextHeld(isolation actor: isolated (any Actor)? = #isolation) async throws -> Element? {
         try await next(holding: true, isolation: actor)

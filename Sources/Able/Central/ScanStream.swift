@@ -100,6 +100,9 @@ public struct ScanStream: AsyncSequence, Sendable {
                     group.cancelAll()
                     buffer.releaseHeld()
                     return discovery
+                case (.discovery(_?), .timeout?):
+                    buffer.releaseHeld()  // taken too late: the timeout won
+                    continue
                 case (.discovery(nil), _), (.timeout, .timeout?): break  // the scan ended, or time is up
                 default: continue  // the loser finished first: wait for the winner
                 }

@@ -80,7 +80,7 @@ package final class FIFOLock: Sendable {
         case .task(let continuation):
             continuation.resume()
         case .job(let operation):
-            Task {
+            Task.inheritingExecutor { [self] in
                 await operation()
                 unlock()
             }

@@ -77,7 +77,7 @@ public actor GATTServer {
                 subscriptions.withLock { $0[id] = isSubscribed }
                 continuation.yield(.subscription(central, core.characteristic(id).uuid, isSubscribed))
             })
-        eventTask = Task { [weak self] in
+        eventTask = Task.inheritingExecutor { [weak self] in
             for await event in events {
                 guard let self else { return }
                 switch event {
