@@ -1,10 +1,12 @@
 public import Testing
 
-/// Polls `condition` every 10 ms until it holds, failing the test after `timeout`.
+/// Polls `condition` every 10 ms until it holds, failing the test after `timeout` (stretched by
+/// ``Sanitizers/slowdown`` in a sanitizer build).
 public func waitUntil(
     timeout: Duration = .seconds(5), sourceLocation: SourceLocation = #_sourceLocation,
     _ condition: () async throws -> Bool
 ) async throws {
+    let timeout = timeout.allowingForSanitizers
     let deadline = ContinuousClock.now + timeout
     while try await !condition() {
         guard ContinuousClock.now < deadline else {

@@ -1,3 +1,4 @@
+import AbleTestSupport
 import Foundation
 import Testing
 
@@ -64,7 +65,8 @@ struct L2CAPTransferTests {
         ]
     )
     func orderAndIntegrity(largest: Int, watermarks: L2CAPPacketStream.Watermarks) async throws {
-        let count = 100_000
+        // A sanitizer build sends fewer, each several times slower.
+        let count = 100_000 / Sanitizers.slowdown
         let seed: UInt64 = 20_240_501
         let (a, b) = try L2CAPChannel.makePair(mtu: 65_535, watermarks: watermarks)
         let sender = Task {
