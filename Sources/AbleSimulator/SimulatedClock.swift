@@ -211,9 +211,15 @@ public final class SimulatedClock: Clock, Sendable {
         }
     }
 
-    /// Adds a check of values handed to consumers and not yet taken, which time waits for.
+    /// Adds a check of values handed to consumers and not yet taken, which time waits for;
+    /// whoever sees such a hand-off end calls ``handOffEnded()``.
     func addHandOffCheck(_ check: @escaping @Sendable () -> Bool) {
         state.withLock { $0.handOffChecks.append(check) }
+    }
+
+    /// A value handed to a consumer was taken: time may move again.
+    func handOffEnded() {
+        simulation.look()
     }
 
     // MARK: Moving time
@@ -263,12 +269,9 @@ public final class SimulatedClock: Clock, Sendable {
     /// else an automatic clock fires the earliest deadline.
     private func simulationIdle() {
         let (waking, checks) = state.withLock { ($0.waking, $0.handOffChecks) }
-        // Work on its way that the executor does not run yet: look again after it. Each such
-        // look waits for a task that was already resumed, never for time.
-        guard waking.isEmpty, !checks.contains(where: { $0() }) else {
-            simulation.look()
-            return
-        }
+        // Work on its way that the executor does not run: its end asks for another look (a
+        // woken sleeper as it returns, a consumer as it takes its value).
+        guard waking.isEmpty, !checks.contains(where: { $0() }) else { return }
         let settled = state.withLock { state in
             defer { state.settling = [] }
             return state.settling

@@ -112,7 +112,16 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
 
     /// Lets go of a value taken with ``nextHeld(isolation:)``.
     package func releaseHeld() {
-        state.withLock { $0.releaseHeld() }
+        state.withLock { machine -> (@Sendable () -> Void)? in
+            machine.releaseHeld()
+            return machine.hasPendingHandOff ? nil : machine.handOffObserver
+        }?()
+    }
+
+    /// Calls `observer` whenever a hand-off that ``hasPendingHandOff`` reported ends: a driver of
+    /// virtual time that waits for it looks again then, instead of asking over and over.
+    package func setHandOffObserver(_ observer: @escaping @Sendable () -> Void) {
+        state.withLock { $0.handOffObserver = observer }
     }
 
     @inline(__always)
@@ -121,7 +130,13 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
         // waits: a producer faster than the consumer would otherwise keep it busy forever.
         if Task.isCancelled { cancel() }
         while true {
-            switch state.withLock({ $0.next(holding: holding) }) {
+            let (action, handedOver) = state.withLock { machine -> (Machine.NextAction, (@Sendable () -> Void)?) in
+                let wasPending = machine.hasPendingHandOff
+                let action = machine.next(holding: holding)
+                return (action, wasPending && !machine.hasPendingHandOff ? machine.handOffObserver : nil)
+            }
+            handedOver?()
+            switch action {
             case .element(let element):
                 return element
             case .end(nil):

@@ -79,6 +79,9 @@ package struct DeliveryBufferStateMachine<Element, Waiter> {
     /// come for them.
     package var hasPendingHandOff: Bool { isHandingOver || heldCount > 0 }
 
+    /// Told when a pending hand-off ends (see ``DeliveryBuffer/setHandOffObserver(_:)``).
+    package var handOffObserver: (@Sendable () -> Void)?
+
     /// Whether a consumer is suspended, waiting for a value.
     package var isConsumerWaiting: Bool { waiter != nil }
 

@@ -92,21 +92,30 @@ public struct ScanStream: AsyncSequence, Sendable {
                 return .timeout
             }
             defer { group.cancelAll() }
-            while let outcome = try await group.next() {
-                switch (outcome, winner.withLock { $0 }) {
-                case (.discovery(let discovery?), .discovery?):
-                    // Only now, with the timeout cancelled, is the discovery taken: a simulated
-                    // clock holds time still while a scan holds a discovery not taken.
-                    group.cancelAll()
-                    buffer.releaseHeld()
-                    return discovery
-                case (.discovery(_?), .timeout?):
-                    buffer.releaseHeld()  // taken too late: the timeout won
-                    continue
-                case (.discovery(nil), _), (.timeout, .timeout?): break  // the scan ended, or time is up
-                default: continue  // the loser finished first: wait for the winner
+            do {
+                while let outcome = try await group.next() {
+                    switch (outcome, winner.withLock { $0 }) {
+                    case (.discovery(let discovery?), .discovery?):
+                        // Only now, with the timeout cancelled, is the discovery taken: a simulated
+                        // clock holds time still while a scan holds a discovery not taken.
+                        group.cancelAll()
+                        buffer.releaseHeld()
+                        return discovery
+                    case (.discovery(_?), .timeout?):
+                        buffer.releaseHeld()  // taken too late: the timeout won
+                        continue
+                    case (.discovery(nil), _), (.timeout, .timeout?): break  // the scan ended, or time is up
+                    default: continue  // the loser finished first: wait for the winner
+                    }
+                    break
                 }
-                break
+            } catch {
+                // Cancelled (or the scan failed): a discovery taken meanwhile is let go too.
+                group.cancelAll()
+                while let outcome = try? await group.next() {
+                    if case .discovery(_?) = outcome { buffer.releaseHeld() }
+                }
+                throw error
             }
             throw BluetoothError(.timeout, message: "no device matched the scan within \(timeout)")
         }
