@@ -110,6 +110,11 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
         try await next(holding: true, isolation: actor)
     }
 
+    /// The next value if one waits in the buffer now; `nil` at once when none does.
+    package func nextIfBuffered() -> Element? {
+        state.withLock { $0.nextIfBuffered() }
+    }
+
     /// Lets go of a value taken with ``nextHeld(isolation:)``.
     package func releaseHeld() {
         state.withLock { machine -> (@Sendable () -> Void)? in

@@ -211,6 +211,11 @@ package struct DeliveryBufferStateMachine<Element, Waiter> {
         }
     }
 
+    /// The consumer takes the next value if one is buffered, without waiting.
+    package mutating func nextIfBuffered() -> Element? {
+        bufferedCount > 0 ? removeFirst() : nil
+    }
+
     /// What became of a consumer that was about to suspend.
     package enum WaitAction {
         /// The waiter is stored: a yield, the end of a batch or the end of the buffer resumes it.

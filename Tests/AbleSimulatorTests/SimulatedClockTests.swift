@@ -86,6 +86,20 @@ struct SimulatedClockTests {
         }
     }
 
+    /// A discovery that came before `first(timeout:)` was called wins, even over a timeout that
+    /// is up at once: it used to race the timeout's task, and lost when that task ran first (the
+    /// ReadAcrossServices snippet failed so once under ThreadSanitizer on a loaded machine).
+    @Test func aDiscoveryThatCameBeforeFirstWinsOverATimeoutThatIsAlreadyUp() async throws {
+        for _ in 0..<20 {
+            let radio = SimulatedRadio(clock: SimulatedClock(mode: .manual))
+            radio.addPeripheral(address: "00:00:00:00:00:07", advertisement: Advertisement(localName: "early"))
+            let scan = try await radio.makeAdapter().scan()
+            await radio.clock.advance(by: .seconds(1))  // past the advertising interval
+            let discovery = try await scan.first(timeout: .zero)
+            #expect(discovery.name == "early")
+        }
+    }
+
     @Test func aScanTimesOutOnTheRadiosClock() async throws {
         let radio = SimulatedRadio()
         try await radio.run {

@@ -71,6 +71,9 @@ public struct ScanStream: AsyncSequence, Sendable {
         // Whichever of the discovery and the timeout happens first claims the result at once,
         // whenever its task gets to finish: on a loaded machine (and on a simulated clock that
         // has moved on) the loser's task may finish first.
+        // A discovery that waits in the stream already came before now: it is the first, however
+        // little time is left, and no race with the timeout may lose it.
+        if let discovery = buffer.nextIfBuffered() { return discovery }
         let winner = Lock<Outcome?>(nil)
         func claim(_ outcome: Outcome) -> Bool {
             winner.withLock { winner in
