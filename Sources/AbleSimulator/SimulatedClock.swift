@@ -10,20 +10,33 @@ import AbleStreams
 /// code under test can sleep on it too (`try await radio.clock.sleep(for: .seconds(1))`).
 ///
 /// **Automatic mode** (the default): time jumps to the next deadline as soon as everything is
-/// waiting. The clock knows that from its ``executor``, which runs the simulation one job at a
-/// time: run the code under test on it with ``run(_:)`` (or ``SimulatedRadio/run(_:)``), and
-/// its child tasks, the actors it calls and the tasks Able starts for it run there too. When
-/// the executor has nothing left to run, no sleeper woken off the executor is still on its
-/// way, and no scan or notification stream of the radio has woken a consumer that has not come
-/// for its value, the earliest deadline fires; sleepers with the same deadline wake in the
-/// order they went to sleep. This never depends on real time or on how threads are scheduled:
-/// a loaded machine runs the same simulation, only slower.
+/// waiting. How the clock knows that depends on where the code under test runs.
 ///
-/// The limit: work the executor does not run is not waited for, and a timeout may fire while it
-/// runs: tasks started with `Task {}` (start them with
-/// `Task(executorPreference: radio.clock.executor)`), code that is not inside ``run(_:)``, and
-/// anything waiting outside the clock and the radio (a file, a real socket, a `DispatchQueue`;
-/// data on a simulated L2CAP channel moves through a real socket pair). Tests of such code use
+/// - **Inside ``run(_:)``** (or ``SimulatedRadio/run(_:)``), time is exact. The body runs on the
+///   clock's ``executor``, which runs the simulation one job at a time; its child tasks, the
+///   actors it calls and the tasks Able starts for it run there too. When the executor has
+///   nothing left to run, no sleeper woken off the executor is still on its way, and no scan or
+///   notification stream of the radio has woken a consumer that has not come for its value, the
+///   earliest deadline fires; sleepers with the same deadline wake in the order they went to
+///   sleep. This never depends on real time or on how threads are scheduled: a loaded machine or
+///   a sanitizer runs the same simulation, only slower, and a body may compute for as long as it
+///   likes between two steps without a timeout overtaking it.
+/// - **Outside ``run(_:)``** (while no ``run(_:)`` of this clock is under way), the clock cannot
+///   see the code under test, so it guesses: it fires the earliest deadline after a quiet
+///   spell, a number of yields of the cooperative thread pool in a row in which the radio saw
+///   no activity (no GATT operation, connection, new sleeper or deadline) and, after a GATT
+///   operation, a connection or a task going to sleep on the clock, at least 20 ms of real
+///   time; the spell is extended a bounded
+///   number of times while a woken sleeper has not run yet or a stream holds a value for its
+///   consumer. Code that goes from one radio call to the next without computing for long works
+///   as it did before ``run(_:)`` existed, and better on a loaded machine; code that computes
+///   (or is held up) between two steps for longer than the spell may see a timeout fire early.
+///   Wrap such tests in ``run(_:)``.
+///
+/// In both, work the clock does not see is not waited for: tasks started with `Task {}` inside
+/// ``run(_:)`` (start them with `Task(executorPreference: radio.clock.executor)`), and anything
+/// waiting outside the clock and the radio (a file, a real socket, a `DispatchQueue`; data on a
+/// simulated L2CAP channel moves through a real socket pair). Tests of such code use
 /// **manual mode**, in which time moves only when the test calls ``advance(by:)`` or
 /// ``advance(to:)``.
 ///
@@ -79,7 +92,29 @@ public final class SimulatedClock: Clock, Sendable {
         var handOffChecks: [@Sendable () -> Bool] = []
         /// Calls of ``advance(to:)`` waiting for what a deadline woke to be done.
         var settling: [UnsafeContinuation<Void, Never>] = []
+        /// How many ``run(_:)`` bodies are under way: while there is one, time is exact.
+        var runScopes = 0
+        /// Outside ``run(_:)``: changes whenever the radio does something, which starts a new
+        /// quiet spell.
+        var generation: UInt64 = 0
+        /// Outside ``run(_:)``: whether the task that waits for quiet spells runs.
+        var isDriving = false
+        /// Outside ``run(_:)``: when the code under test last asked the radio for something (a
+        /// GATT operation, a connection) or went to sleep on the clock, in real time.
+        var lastRequest: ContinuousClock.Instant?
     }
+
+    /// Outside ``run(_:)``: how many yields in a row without activity make a quiet spell.
+    static let quietYields = 48
+    /// Outside ``run(_:)``: how many more spells a quiet spell waits for while a sleeper it woke
+    /// has not run yet or a stream holds a value for its consumer.
+    static let busySpells = 64
+    /// Outside ``run(_:)``: how long in real time a quiet spell lasts at least after the code under
+    /// test last asked the radio for something or went to sleep. Code that goes from one step to
+    /// the next is invisible between them; on a loaded machine a thread can be held up for
+    /// milliseconds, far longer than a spell of yields on another. Deadlines the radio schedules
+    /// for itself (advertising intervals, delayed notifications) do not pay it.
+    static let quietTimeAfterRequest = Duration.milliseconds(20)
 
     private let state = Lock(State())
 
@@ -104,12 +139,25 @@ public final class SimulatedClock: Clock, Sendable {
     /// the executor too: the simulation then sees all of that work, and an automatic clock moves
     /// time only when all of it waits.
     ///
+    /// While a body runs, time on this clock is exact (see ``SimulatedClock``); before and after,
+    /// the clock goes back to guessing from quiet spells.
+    ///
     /// Call it from code that is not isolated to an actor (such as a test function): isolated
     /// code runs on its actor's executor, not on the clock's.
     public func run<T: Sendable>(
         isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T
     ) async rethrows -> T {
-        try await InheritedExecutor.$preferred.withValue(simulation) {
+        state.withLock { $0.runScopes += 1 }
+        // Sleepers from before the body are the executor's to fire now.
+        simulation.look()
+        defer {
+            let isLast = state.withLock { state -> Bool in
+                state.runScopes -= 1
+                return state.runScopes == 0
+            }
+            if isLast { deadlineAdded() }
+        }
+        return try await InheritedExecutor.$preferred.withValue(simulation) {
             try await withTaskExecutorPreference(simulation) { try await body() }
         }
     }
@@ -134,8 +182,13 @@ public final class SimulatedClock: Clock, Sendable {
         }
         defer {
             // A sleeper woken off the executor is on its way until here: time waited for it.
-            if state.withLock({ $0.waking.remove(id) }) != nil { simulation.look() }
+            let wasWaking = state.withLock { state -> Bool in
+                state.generation &+= 1
+                return state.waking.remove(id) != nil
+            }
+            if wasWaking { simulation.look() }
         }
+        let now = ContinuousClock.now
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
                 let resumeNow = state.withLock { state -> Bool? in
@@ -144,6 +197,9 @@ public final class SimulatedClock: Clock, Sendable {
                     guard !Task.isCancelled else { return nil }
                     guard deadline > state.now else { return true }
                     state.sleepers[id] = Sleeper(deadline: deadline, wakeup: .continuation(continuation))
+                    // A task that goes to sleep is a step of the code under test: outside `run`,
+                    // its next steps (in other tasks) get a quiet spell's real time to show.
+                    state.lastRequest = now
                     return false
                 }
                 switch resumeNow {
@@ -153,7 +209,10 @@ public final class SimulatedClock: Clock, Sendable {
                 }
             }
         } onCancel: {
-            let removed = state.withLock { $0.sleepers.removeValue(forKey: id) }
+            let removed = state.withLock { state in
+                state.generation &+= 1
+                return state.sleepers.removeValue(forKey: id)
+            }
             if case .continuation(let continuation) = removed?.wakeup {
                 continuation.resume(throwing: CancellationError())
             }
@@ -207,7 +266,20 @@ public final class SimulatedClock: Clock, Sendable {
     /// Drops a scheduled action that has not run.
     func cancel(_ token: UInt64) {
         state.withLock { state in
-            if case .action = state.sleepers[token]?.wakeup { state.sleepers[token] = nil }
+            if case .action = state.sleepers[token]?.wakeup {
+                state.sleepers[token] = nil
+                state.generation &+= 1
+            }
+        }
+    }
+
+    /// Tells the clock that the radio did something (a GATT operation, a connection): outside
+    /// ``run(_:)``, an automatic clock waits for a new quiet spell.
+    func noteActivity() {
+        let now = ContinuousClock.now
+        state.withLock { state in
+            state.generation &+= 1
+            state.lastRequest = now
         }
     }
 
@@ -219,6 +291,7 @@ public final class SimulatedClock: Clock, Sendable {
 
     /// A value handed to a consumer was taken: time may move again.
     func handOffEnded() {
+        state.withLock { $0.generation &+= 1 }
         simulation.look()
     }
 
@@ -236,6 +309,7 @@ public final class SimulatedClock: Clock, Sendable {
     private func fire(at deadline: Instant) {
         let due = state.withLock { state -> [Wakeup] in
             if deadline > state.now { state.now = deadline }
+            state.generation &+= 1
             let ids = state.sleepers.filter { $0.value.deadline <= deadline }.keys.sorted()
             return ids.compactMap { id -> Wakeup? in
                 guard let wakeup = state.sleepers.removeValue(forKey: id)?.wakeup else { return nil }
@@ -251,8 +325,10 @@ public final class SimulatedClock: Clock, Sendable {
         }
     }
 
-    /// Waits until what the last deadline woke is done: the executor idle and nothing on its way.
+    /// Waits until what the last deadline woke is done: inside ``run(_:)``, the executor idle and
+    /// nothing on its way; outside, a quiet spell.
     private func settle() async {
+        guard state.withLock({ $0.runScopes > 0 }) else { return await quietSpell() }
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
             state.withLock { $0.settling.append(continuation) }
             simulation.look()
@@ -261,7 +337,84 @@ public final class SimulatedClock: Clock, Sendable {
 
     /// A sleeper or an action was added: an automatic clock looks whether it is due.
     private func deadlineAdded() {
-        if mode == .automatic { simulation.look() }
+        guard mode == .automatic else { return }
+        let isExact = state.withLock { state -> Bool in
+            state.generation &+= 1
+            return state.runScopes > 0
+        }
+        if isExact { simulation.look() } else { startDriving() }
+    }
+
+    // MARK: Outside run: quiet spells
+
+    /// Lets every task that is ready run until the radio sees no activity for a quiet spell.
+    ///
+    /// A spell is extended, a bounded number of times, while a sleeper it woke has not run yet or
+    /// a stream holds a value its consumer has not taken: so a timeout does not overtake what came
+    /// before it in simulated time. The bound keeps a test that leaves values in a stream on
+    /// purpose from stopping time.
+    private func quietSpell() async {
+        var quiet = 0
+        var busySpells = 0
+        var seen = state.withLock { $0.generation }
+        while true {
+            await Task.yield()
+            let generation = state.withLock { $0.generation }
+            if generation == seen {
+                quiet += 1
+            } else {
+                seen = generation
+                quiet = 0
+            }
+            guard quiet >= Self.quietYields else { continue }
+            if let lastRequest = state.withLock({ $0.lastRequest }) {
+                let since = lastRequest.duration(to: .now)
+                if since < Self.quietTimeAfterRequest {
+                    try? await Task.sleep(for: Self.quietTimeAfterRequest - since)
+                    quiet = 0
+                    continue
+                }
+            }
+            let (checks, waking) = state.withLock { ($0.handOffChecks, $0.waking) }
+            guard busySpells < Self.busySpells, !waking.isEmpty || checks.contains(where: { $0() }) else { return }
+            busySpells += 1
+            quiet = 0
+        }
+    }
+
+    /// Starts the task that fires deadlines after quiet spells, unless it runs or a ``run(_:)``
+    /// body is under way. One task per busy period, not one per sleeper.
+    private func startDriving() {
+        let start = state.withLock { state -> Bool in
+            guard !state.isDriving, state.runScopes == 0, !state.sleepers.isEmpty else { return false }
+            state.isDriving = true
+            return true
+        }
+        guard start else { return }
+        Task.detached { [self] in await drive() }
+    }
+
+    private func drive() async {
+        while true {
+            await quietSpell()
+            // A body that started meanwhile owns time from now: the executor fires deadlines.
+            guard fireEarliest(exact: false) else { return }
+        }
+    }
+
+    /// Fires the earliest deadline if the clock is in the given state (exact: a ``run(_:)`` body
+    /// under way); else, outside ``run(_:)``, stops the driver. Returns whether it fired.
+    private func fireEarliest(exact: Bool) -> Bool {
+        let next = state.withLock { state -> Instant? in
+            guard (state.runScopes > 0) == exact, let earliest = state.sleepers.values.map(\.deadline).min() else {
+                if !exact { state.isDriving = false }
+                return nil
+            }
+            return earliest
+        }
+        guard let next else { return false }
+        fire(at: next)
+        return true
     }
 
     /// Runs on the executor's queue whenever the executor has nothing to run (or was asked to
@@ -282,8 +435,7 @@ public final class SimulatedClock: Clock, Sendable {
             if mode == .automatic { simulation.look() }
             return
         }
-        guard mode == .automatic, let next = nextDeadline(notAfter: nil) else { return }
-        fire(at: next)
+        guard mode == .automatic, fireEarliest(exact: true) else { return }
         // Actions run here and tasks woken off the executor enqueue nothing on it: look again.
         simulation.look()
     }

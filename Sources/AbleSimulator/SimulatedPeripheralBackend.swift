@@ -33,6 +33,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             return device.timing
         }
         guard !isConnected else { return }
+        clock.noteActivity()
         guard timing.connectionTime <= timeout else {
             try await clock.sleep(until: deadline)
             throw BluetoothError(.timeout, message: "connecting to \(address) took longer than \(timeout)")
@@ -184,6 +185,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             guard let id = AttributeID(remote: remote) else {
                 throw BluetoothError(.doesNotExist, message: "no attribute \(remote)")
             }
+            radio.clock.noteActivity()
             let (dropLink, injected) = radio.state.withLock { state -> (Bool, ATTError?) in
                 guard var device = state.devices[address] else { return (false, nil) }
                 defer { state.devices[address] = device }

@@ -59,7 +59,7 @@ struct FaultInjectionTests {
     }
 
     @Test func servicesThatNeverResolveTimeTheConnectionOutAndDisconnect() async throws {
-        try await radio.run {
+        await radio.run {
             peripheral.neverResolveServices()
             let start = radio.clock.now
             let error = await #expect(throws: BluetoothError.self) { try await device.connect(timeout: .seconds(7)) }

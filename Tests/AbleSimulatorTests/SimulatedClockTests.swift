@@ -1,4 +1,5 @@
 import Able
+import AbleScenarios
 import AbleSimulator
 import AbleTestSupport
 import Testing
@@ -50,7 +51,7 @@ struct SimulatedClockTests {
     /// sleeper here while the work was still running on another thread.
     @Test func anAutomaticClockWaitsForWorkInProgressHoweverLongItTakes() async throws {
         let clock = SimulatedClock()
-        try await clock.run {
+        await clock.run {
             let progress = Locked(0)
             let sleeper = Task(executorPreference: clock.executor) { () -> Int in
                 try? await clock.sleep(for: .seconds(1))
@@ -69,6 +70,57 @@ struct SimulatedClockTests {
             #expect(await sleeper.value == 20)
             #expect(clock.now.offset == .seconds(1))
         }
+    }
+
+    /// A test written before ``SimulatedClock/run(_:)`` existed: its steps run on the cooperative
+    /// pool, where the clock's executor cannot see them, and a timeout around them must not fire
+    /// between two steps. A clock that fired deadlines whenever its executor was idle timed this
+    /// out before the second read.
+    @Test func outsideRunATimeoutDoesNotFireBetweenTwoSteps() async throws {
+        let radio = SimulatedRadio()
+        radio.addPeripheral(address: "00:00:00:00:00:07", advertisement: Advertisement(localName: "p")) {
+            Service(SeedService.a) {
+                Characteristic(SeedCharacteristic.a1, properties: .read, value: [0x41])
+            }
+        }
+        let peripheral = radio.makeAdapter().peripheral(address: "00:00:00:00:00:07")
+        try await peripheral.connect()
+        let start = radio.clock.now
+        let reads = try await withThrowingTaskGroup(of: Int?.self) { group in
+            group.addTask {
+                try await radio.clock.sleep(for: .seconds(3))
+                return nil
+            }
+            group.addTask {
+                var reads = 0
+                for _ in 0..<50 {
+                    let value = try await peripheral.read(SeedCharacteristic.a1)
+                    if value == [0x41] { reads += 1 }
+                }
+                return reads
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? nil
+        }
+        #expect(reads == 50)
+        #expect(radio.clock.now == start)
+        try await peripheral.disconnect()
+    }
+
+    /// The clock is exact only while a ``SimulatedClock/run(_:)`` body is under way: a sleeper
+    /// that was waiting before the body is fired by the body's executor, and time still moves by
+    /// itself after the body ends.
+    @Test func timeMovesBeforeDuringAndAfterARunBody() async throws {
+        let clock = SimulatedClock()
+        let early = Task { try await clock.sleep(for: .seconds(10)) }
+        try await early.value
+        #expect(clock.now.offset == .seconds(10))
+        try await clock.run {
+            try await clock.sleep(for: .seconds(5))
+            #expect(clock.now.offset == .seconds(15))
+        }
+        try await clock.sleep(for: .seconds(1))
+        #expect(clock.now.offset == .seconds(16))
     }
 
     @Test func aScanSeesAPeripheralOneAdvertisingIntervalAfterItStarts() async throws {
@@ -102,7 +154,7 @@ struct SimulatedClockTests {
 
     @Test func aScanTimesOutOnTheRadiosClock() async throws {
         let radio = SimulatedRadio()
-        try await radio.run {
+        await radio.run {
             radio.addPeripheral(address: "00:00:00:00:00:07", advertisement: Advertisement(localName: "other"))
             let adapter = radio.makeAdapter()
             let wall = ContinuousClock.now
