@@ -141,6 +141,28 @@ struct SimulatedCommandTests {
         }
     }
 
+    @Test(
+        "What the library refuses is one line on standard error and status 1, never a trap",
+        arguments: [
+            (
+                ["write", "5A:00:00:00:00:02", "\(text)", "--without-response", String(repeating: "ab", count: 300)],
+                "do not fit a write without response"
+            ),
+            (["read", "5A:00:00:00:00:02", "\(counter)"], "Read not permitted"),
+        ] as [([String], String)])
+    func libraryRefusals(arguments: [String], message: String) async throws {
+        try await radio.run {
+            try await withServer { _ in
+                let result = await able(arguments)
+                #expect(result.status == 1, "\(result.errors)")
+                #expect(result.errors.count == 1, "\(result.errors)")
+                #expect(result.errors.first?.contains(message) == true, "\(result.errors)")
+                #expect(result.errors.first?.contains("\n") == false)
+            }
+            #expect(radio.openResources.isEmpty)
+        }
+    }
+
     @Test("notify --count N prints exactly N values, then unsubscribes and disconnects")
     func notify() async throws {
         try await radio.run {
@@ -162,7 +184,7 @@ struct SimulatedCommandTests {
 
     @Test("serve stops by itself when --duration ends, and removes its advertisement")
     func serveForADuration() async throws {
-        try await radio.run {
+        await radio.run {
             let result = await able(["serve", "--name", "brief", "--duration", "0.2"], on: peripheral)
             #expect(result.status == 0, "\(result.errors)")
             #expect(

@@ -33,8 +33,8 @@ struct DemoCommand: Command {
     var timeout: Duration
 
     init(_ arguments: ParsedArguments) throws(UsageError) {
-        let server = arguments.string("server")
-        let central = arguments.string("central")
+        let server = try arguments.adapterName("server")
+        let central = try arguments.adapterName("central")
         if arguments.flag("bluez") || server != nil || central != nil {
             bluez = (server ?? "hci1", central ?? "hci0")
             guard bluez?.server != bluez?.central else {

@@ -23,7 +23,7 @@ struct ScanCommand: Command {
     var count: Int?
 
     init(_ arguments: ParsedArguments) throws(UsageError) {
-        adapter = arguments.string("adapter")
+        adapter = try arguments.adapterName()
         timeout = try arguments.seconds("timeout", default: .seconds(10))
         var services: [BluetoothUUID] = []
         for text in arguments.strings("service") { services.append(try arguments.uuid(text, "service")) }

@@ -29,8 +29,9 @@ struct ServeCommand: Command {
     var duration: Duration?
 
     init(_ arguments: ParsedArguments) throws(UsageError) {
-        adapter = arguments.string("adapter")
+        adapter = try arguments.adapterName()
         name = arguments.string("name") ?? "able"
+        guard !name.isEmpty else { throw UsageError("--name cannot be empty") }
         guard name.utf8.count <= 20 else { throw UsageError("--name must fit an advertisement: 20 bytes at most") }
         interval = try arguments.seconds("interval", default: .seconds(1))
         duration = arguments.string("duration") == nil ? nil : try arguments.seconds("duration", default: .zero)
