@@ -73,7 +73,11 @@ public struct ScanStream: AsyncSequence, Sendable {
         // has moved on) the loser's task may finish first.
         // A discovery that waits in the stream already came before now: it is the first, however
         // little time is left, and no race with the timeout may lose it.
-        if let discovery = buffer.nextIfBuffered() { return discovery }
+        if let discovery = buffer.nextIfBuffered() {
+            // The scan ends as it does when a loop ends: with the end of an iterator.
+            withExtendedLifetime(makeAsyncIterator()) {}
+            return discovery
+        }
         let winner = Lock<Outcome?>(nil)
         func claim(_ outcome: Outcome) -> Bool {
             winner.withLock { winner in
