@@ -24,29 +24,31 @@ let package = Package(
         .target(name: "AbleStreams"),
         .target(name: "AbleDBus", dependencies: ["AbleStreams", "CDBus"]),
         .target(name: "Able", dependencies: ["AbleStreams"]),
-        .target(name: "AbleBlueZ", dependencies: ["Able", "AbleDBus", "CBluetooth"]),
-        .target(name: "AbleSimulator", dependencies: ["Able"]),
-        .target(name: "AbleCommand", dependencies: ["Able", "AbleBlueZ", "AbleSimulator"]),
+        .target(name: "AbleBlueZ", dependencies: ["Able", "AbleDBus", "AbleStreams", "CBluetooth"]),
+        .target(name: "AbleSimulator", dependencies: ["Able", "AbleStreams"]),
+        .target(name: "AbleCommand", dependencies: ["Able", "AbleBlueZ", "AbleSimulator", "AbleStreams"]),
         .executableTarget(name: "able", dependencies: ["AbleCommand"]),
         .executableTarget(
             name: "AbleBenchmarks",
-            dependencies: ["Able", "AbleBlueZ", "AbleDBus", "AbleSimulator"],
+            dependencies: ["Able", "AbleBlueZ", "AbleDBus", "AbleSimulator", "AbleStreams"],
             path: "Benchmarks/AbleBenchmarks"
         ),
-        .target(name: "AbleTestSupport", dependencies: ["AbleDBus"], path: "Tests/Support"),
-        .target(name: "AbleScenarios", dependencies: ["Able"], path: "Tests/Scenarios"),
-        .testTarget(name: "AbleDBusTests", dependencies: ["AbleDBus", "AbleTestSupport"]),
+        .target(name: "AbleTestSupport", dependencies: ["AbleDBus", "AbleStreams"], path: "Tests/Support"),
+        .target(name: "AbleScenarios", dependencies: ["Able", "AbleStreams"], path: "Tests/Scenarios"),
+        .testTarget(name: "AbleDBusTests", dependencies: ["AbleDBus", "AbleStreams", "AbleTestSupport"]),
         .testTarget(name: "AbleStreamsTests", dependencies: ["AbleStreams", "AbleTestSupport"]),
-        .testTarget(name: "AbleTests", dependencies: ["Able", "AbleTestSupport"]),
+        .testTarget(name: "AbleTests", dependencies: ["Able", "AbleStreams", "AbleTestSupport"]),
         .testTarget(
             name: "AbleBlueZTests",
-            dependencies: ["Able", "AbleBlueZ", "AbleDBus", "CBluetooth", "AbleScenarios", "AbleTestSupport"]),
+            dependencies: [
+                "Able", "AbleBlueZ", "AbleDBus", "AbleStreams", "CBluetooth", "AbleScenarios", "AbleTestSupport",
+            ]),
         .testTarget(
             name: "AbleCommandTests", dependencies: ["AbleCommand", "Able", "AbleSimulator", "AbleTestSupport"]),
         .testTarget(
             name: "AbleSimulatorTests", dependencies: ["Able", "AbleSimulator", "AbleScenarios", "AbleTestSupport"]),
         .testTarget(
-            name: "RealBlueZTests", dependencies: ["Able", "AbleBlueZ", "AbleDBus", "AbleScenarios"],
+            name: "RealBlueZTests", dependencies: ["Able", "AbleBlueZ", "AbleDBus", "AbleScenarios", "AbleStreams"],
             exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]

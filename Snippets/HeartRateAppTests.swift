@@ -77,23 +77,29 @@ struct HeartRateMonitor {
     let advertising: AdvertisingSet
 
     init() async throws {
-        sensorAdapter = radio.makeAdapter(name: "sensor")
-        server = try await GATTServer.start(on: sensorAdapter) {
-            Service(HeartRateService.heartRate) {
-                Characteristic(HeartRateCharacteristic.measurement, properties: .notify)
-                Characteristic(HeartRateCharacteristic.bodySensorLocation, properties: .read, value: [0x01])
-            }
-            // The sensor starts beating as soon as the app subscribes.
-            OnSubscriptionChange { server, _, _, isSubscribed in
-                guard isSubscribed else { return }
-                for bpm in [62, 64, 300] {
-                    let value: [UInt8] = bpm < 256 ? [0x00, UInt8(bpm)] : [0x01, UInt8(bpm & 0xFF), UInt8(bpm >> 8)]
-                    try? await server.notify(HeartRateCharacteristic.measurement, value: value)
+        let sensorAdapter = radio.makeAdapter(name: "sensor")
+        self.sensorAdapter = sensorAdapter
+        // The sensor runs on the radio, as the tests do, so that the radio's clock sees its work.
+        (server, advertising) = try await radio.run {
+            let server = try await GATTServer.start(on: sensorAdapter) {
+                Service(HeartRateService.heartRate) {
+                    Characteristic(HeartRateCharacteristic.measurement, properties: .notify)
+                    Characteristic(HeartRateCharacteristic.bodySensorLocation, properties: .read, value: [0x01])
+                }
+                // The sensor starts beating as soon as the app subscribes.
+                OnSubscriptionChange { server, _, _, isSubscribed in
+                    guard isSubscribed else { return }
+                    for bpm in [62, 64, 300] {
+                        let value: [UInt8] =
+                            bpm < 256 ? [0x00, UInt8(bpm)] : [0x01, UInt8(bpm & 0xFF), UInt8(bpm >> 8)]
+                        try? await server.notify(HeartRateCharacteristic.measurement, value: value)
+                    }
                 }
             }
+            let advertising = try await sensorAdapter.startAdvertising(
+                Advertisement(localName: "HRM", serviceUUIDs: [HeartRateService.heartRate.uuid]))
+            return (server, advertising)
         }
-        advertising = try await sensorAdapter.startAdvertising(
-            Advertisement(localName: "HRM", serviceUUIDs: [HeartRateService.heartRate.uuid]))
     }
 
     /// The sensor's handle on the radio, for injecting faults.
@@ -108,27 +114,33 @@ struct HeartRateMonitor {
     }
 
     @Test func readsTheLocationAndTheBeats() async throws {
-        let monitor = HeartRateMonitor(adapter: radio.makeAdapter())
-        let session = try await monitor.session(readings: 3)
-        #expect(session.location == 0x01)
-        #expect(session.bpm == [62, 64, 300])
-        await finish()
+        try await radio.run {
+            let monitor = HeartRateMonitor(adapter: radio.makeAdapter())
+            let session = try await monitor.session(readings: 3)
+            #expect(session.location == 0x01)
+            #expect(session.bpm == [62, 64, 300])
+            await finish()
+        }
     }
 
     @Test func aSensorThatDropsOutMidSessionIsReportedAsLost() async throws {
-        let monitor = HeartRateMonitor(adapter: radio.makeAdapter())
-        // The injected fault: the link drops while the app's first read is in flight.
-        try await sensor().dropLinkDuringNextRequest()
-        await #expect(throws: HeartRateMonitor.Failure.sensorLost) { try await monitor.session(readings: 3) }
-        await finish()
+        try await radio.run {
+            let monitor = HeartRateMonitor(adapter: radio.makeAdapter())
+            // The injected fault: the link drops while the app's first read is in flight.
+            try await sensor().dropLinkDuringNextRequest()
+            await #expect(throws: HeartRateMonitor.Failure.sensorLost) { try await monitor.session(readings: 3) }
+            await finish()
+        }
     }
 
     @Test func noSensorInRangeIsReportedAfterTheScanTimesOut() async throws {
-        try await sensor().goOutOfRange()
-        let monitor = HeartRateMonitor(adapter: radio.makeAdapter())
-        let start = radio.clock.now
-        await #expect(throws: HeartRateMonitor.Failure.noSensorFound) { try await monitor.session(readings: 1) }
-        #expect(start.duration(to: radio.clock.now) == .seconds(10))  // ten simulated seconds, no real ones
-        await finish()
+        try await radio.run {
+            try await sensor().goOutOfRange()
+            let monitor = HeartRateMonitor(adapter: radio.makeAdapter())
+            let start = radio.clock.now
+            await #expect(throws: HeartRateMonitor.Failure.noSensorFound) { try await monitor.session(readings: 1) }
+            #expect(start.duration(to: radio.clock.now) == .seconds(10))  // ten simulated seconds, no real ones
+            await finish()
+        }
     }
 }

@@ -1,12 +1,13 @@
 import Able
 import AbleBlueZ
 import AbleDBus
+import AbleStreams
 import Synchronization
 
 /// Counts the reads a server's handler answers and marks where the measured ones begin and end.
 final class ReadCounter: Sendable {
     private let answered = Atomic<Int>(0)
-    private let marks = Mutex<(start: Mark?, end: Mark?)>((nil, nil))
+    private let marks = Lock<(start: Mark?, end: Mark?)>((nil, nil))
     private let warmup: Int
     private let total: Int
     private let done: AsyncStream<Void>.Continuation

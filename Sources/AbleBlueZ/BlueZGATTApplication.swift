@@ -1,7 +1,6 @@
 import Able
 import AbleDBus
 import AbleStreams
-import Synchronization
 
 /// A GATT server as BlueZ serves it: an application object tree (`GattService1`,
 /// `GattCharacteristic1`, `GattDescriptor1` below an `ObjectManager`) registered with
@@ -10,10 +9,10 @@ final class BlueZGATTApplication: GATTServerBackend {
     let system: BlueZSystem
     let adapter: DBusObjectPath
     let root: DBusObjectPath
-    private let exported = Mutex<[DBusObjectPath]>([])
-    private let paths = Mutex<[AttributeID: DBusObjectPath]>([:])
-    private let confirmations = LockedValue<[AttributeID: [ConfirmationWaiter]]>([:])
-    private let watcher = Mutex<Task<Void, Never>?>(nil)
+    private let exported = Lock<[DBusObjectPath]>([])
+    private let paths = Lock<[AttributeID: DBusObjectPath]>([:])
+    private let confirmations = Lock<[AttributeID: [ConfirmationWaiter]]>([:])
+    private let watcher = Lock<Task<Void, Never>?>(nil)
 
     init(system: BlueZSystem, adapter: DBusObjectPath) {
         self.system = system
@@ -79,7 +78,7 @@ final class BlueZGATTApplication: GATTServerBackend {
         _ core: GATTServerCore, _ id: AttributeID, _ characteristic: Characteristic, service: DBusObjectPath,
         events: GATTServerEvents
     ) -> DBusInterface {
-        let notifying = LockedValue(false)
+        let notifying = Lock(false)
         let confirmations = self.confirmations
         return DBusInterface(
             "org.bluez.GattCharacteristic1",
@@ -87,14 +86,12 @@ final class BlueZGATTApplication: GATTServerBackend {
                 DBusMethod("ReadValue", in: "a{sv}", out: "ay") { call in try await Self.readValue(core, id, call) },
                 DBusMethod("WriteValue", in: "aya{sv}") { call in try await Self.writeValue(core, id, call) },
                 .immediate("StartNotify") { _ in
-                    guard !notifying.value else { return [] }
-                    notifying.value = true
+                    guard notifying.withLock({ Self.change(&$0, to: true) }) else { return [] }
                     events.subscriptionChanged(nil, id, true)
                     return []
                 },
                 .immediate("StopNotify") { _ in
-                    guard notifying.value else { return [] }
-                    notifying.value = false
+                    guard notifying.withLock({ Self.change(&$0, to: false) }) else { return [] }
                     events.subscriptionChanged(nil, id, false)
                     return []
                 },
@@ -108,8 +105,15 @@ final class BlueZGATTApplication: GATTServerBackend {
                 .constant("UUID", characteristic.uuid.uuidString), .constant("Service", service),
                 .constant("Flags", characteristic.properties.bluezFlags(permissions: characteristic.permissions)),
                 DBusProperty("Value", signature: "ay", get: { .bytes(core.storedValue(id)) }),
-                DBusProperty("Notifying", signature: .boolean, get: { .boolean(notifying.value) }),
+                DBusProperty("Notifying", signature: .boolean, get: { .boolean(notifying.withLock { $0 }) }),
             ])
+    }
+
+    /// Sets `flag` to `value`; returns whether it changed, in one step under the caller's lock.
+    private static func change(_ flag: inout Bool, to value: Bool) -> Bool {
+        guard flag != value else { return false }
+        flag = value
+        return true
     }
 
     private func descriptorInterface(
@@ -276,7 +280,7 @@ final class ConfirmationWaiter: Sendable {
         case cancelled
     }
 
-    private let state = Mutex(State.pending)
+    private let state = Lock(State.pending)
 
     func wait() async throws {
         try await withTaskCancellationHandler {

@@ -11,7 +11,7 @@ final class BlueZNotificationHub: Sendable {
     /// The streams of one characteristic; touched on the hot path, so a lock and no actor.
     final class Fanout: Sendable {
         /// The streams by their ID, in the order they were added.
-        private let consumers = Mutex<[(id: UInt64, stream: NotificationStream.Continuation)]>([])
+        private let consumers = Lock<[(id: UInt64, stream: NotificationStream.Continuation)]>([])
 
         /// Takes the new `Value` out of the characteristic's `PropertiesChanged`, read in place
         /// (no other argument is decoded); a signal without one, or with a malformed one, is
@@ -57,7 +57,7 @@ final class BlueZNotificationHub: Sendable {
         let watcher: Task<Void, Never>
     }
 
-    private let entries = Mutex<[DBusObjectPath: Entry]>([:])
+    private let entries = Lock<[DBusObjectPath: Entry]>([:])
     private let nextID = Atomic<UInt64>(0)
     private let queue = FIFOLock()
 

@@ -1,5 +1,6 @@
 import Able
 import AbleDBus
+import AbleStreams
 import Synchronization
 
 /// One change of BlueZ's object tree, in the order BlueZ announced it.
@@ -67,12 +68,12 @@ final class BlueZObjectTree: Sendable {
 
     let connection: DBusConnection
     let service: String
-    private let state = Mutex(State())
+    private let state = Lock(State())
     /// By characteristic path. Looked up for every signal of the service, so a lock and no actor.
-    private let valueReceivers = Mutex<[String: ValueReceiver]>([:])
+    private let valueReceivers = Lock<[String: ValueReceiver]>([:])
     private let nextValueReceiver = Atomic<UInt64>(0)
-    private let tasks = Mutex<[Task<Void, Never>]>([])
-    private let subscription = Mutex<DBusSignalSubscription?>(nil)
+    private let tasks = Lock<[Task<Void, Never>]>([])
+    private let subscription = Lock<DBusSignalSubscription?>(nil)
 
     private init(connection: DBusConnection, service: String) {
         self.connection = connection

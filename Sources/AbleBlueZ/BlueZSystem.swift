@@ -1,6 +1,6 @@
 import Able
 package import AbleDBus
-import Synchronization
+import AbleStreams
 
 /// The process's connection to BlueZ on the system bus and its object tree, shared by every
 /// adapter and peripheral: the tree is loaded once, never per call.
@@ -11,7 +11,7 @@ package final class BlueZSystem: Sendable {
     let notifications = BlueZNotificationHub()
 
     static let service = "org.bluez"
-    private static let sharedSystem = Mutex<BlueZSystem?>(nil)
+    private static let sharedSystem = Lock<BlueZSystem?>(nil)
 
     private init(connection: DBusConnection, tree: BlueZObjectTree) {
         self.connection = connection

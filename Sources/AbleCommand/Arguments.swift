@@ -137,6 +137,17 @@ struct ParsedArguments {
         return .milliseconds(Int64(value * 1000))
     }
 
+    /// The adapter name option `name`, refused when no adapter can have it.
+    func adapterName(_ name: String = "adapter") throws(UsageError) -> String? {
+        guard let text = string(name) else { return nil }
+        do {
+            try InputChecks.adapterName(text)
+        } catch {
+            throw UsageError("--\(name): \(error.message)")
+        }
+        return text
+    }
+
     func uuid(_ text: String, _ what: String) throws(UsageError) -> BluetoothUUID {
         guard let uuid = BluetoothUUID(text) else {
             throw UsageError("\(what) '\(text)' is not a UUID (use 180F, 0000180f-0000-1000-8000-00805f9b34fb, …)")

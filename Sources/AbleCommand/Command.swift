@@ -37,12 +37,14 @@ struct SimulatedPair: Sendable {
     var central: Adapter
     /// What is still open on the radio (``SimulatedRadio/openResources``).
     var openResources: @Sendable () -> [String]
+    /// The radio's clock, whose ``SimulatedClock/run(_:)`` runs the work on the radio.
+    var clock: SimulatedClock
 
     static func make() -> SimulatedPair {
         let radio = SimulatedRadio()
         return SimulatedPair(
             server: radio.makeAdapter(name: "sim-server"), central: radio.makeAdapter(name: "sim-central"),
-            openResources: { radio.openResources })
+            openResources: { radio.openResources }, clock: radio.clock)
     }
 }
 
@@ -59,7 +61,7 @@ func withConnection<T>(
     } catch let error as BluetoothError where error.code == .doesNotExist {
         console.progress("scanning for \(address)…")
         let scan = try await adapter.scan()
-        let found = try await withDeadline(timeout, what: "finding \(address)") {
+        let found = try await withDeadline(timeout, what: "finding \(address)", sleep: adapter.sleep(for:)) {
             for try await discovery in scan where discovery.address == address { return discovery }
             throw CancellationError()
         }

@@ -1,4 +1,4 @@
-import Synchronization
+import AbleStreams
 
 #if canImport(Glibc)
     import Glibc
@@ -65,15 +65,49 @@ struct Console: Sendable {
 
 /// What a capturing ``Console`` was given, a line per element.
 final class CapturedOutput: Sendable {
-    private let lines = Mutex<(out: [String], error: [String])>(([], []))
+    private typealias Waiter = (matches: @Sendable (String) -> Bool, continuation: CheckedContinuation<String, Never>)
+
+    private struct Lines {
+        var out: [String] = []
+        var error: [String] = []
+        var waiters: [Waiter] = []
+    }
+
+    private let lines = Lock(Lines())
 
     /// The lines written to standard output.
     var out: [String] { lines.withLock { $0.out } }
     /// The lines written to standard error.
     var error: [String] { lines.withLock { $0.error } }
 
-    func append(out text: String) { lines.withLock { $0.out += Self.split(text) } }
+    func append(out text: String) {
+        let woken = lines.withLock { lines -> [(CheckedContinuation<String, Never>, String)] in
+            let added = Self.split(text)
+            lines.out += added
+            var woken: [(CheckedContinuation<String, Never>, String)] = []
+            lines.waiters.removeAll { waiter in
+                guard let line = added.first(where: waiter.matches) else { return false }
+                woken.append((waiter.continuation, line))
+                return true
+            }
+            return woken
+        }
+        for (continuation, line) in woken { continuation.resume(returning: line) }
+    }
+
     func append(error text: String) { lines.withLock { $0.error += Self.split(text) } }
+
+    /// The first line written to standard output that `matches`, waiting for it if need be.
+    func firstLine(where matches: @escaping @Sendable (String) -> Bool) async -> String {
+        await withCheckedContinuation { continuation in
+            let line = lines.withLock { lines -> String? in
+                if let line = lines.out.first(where: matches) { return line }
+                lines.waiters.append((matches, continuation))
+                return nil
+            }
+            if let line { continuation.resume(returning: line) }
+        }
+    }
 
     private static func split(_ text: String) -> [String] {
         text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)

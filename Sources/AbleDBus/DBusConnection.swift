@@ -1,7 +1,6 @@
 import AbleStreams
 import CDBus
 import Dispatch
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -92,6 +91,15 @@ public actor DBusConnection {
     public static func connect(
         to bus: Bus, log: @escaping @Sendable (String) -> Void = DBusConnection.logToStandardError
     ) async throws -> DBusConnection {
+        try await connect(to: bus, log: log, readCoalescingInterval: .nanoseconds(ReadCoalescing.intervalNanoseconds))
+    }
+
+    /// Connects as ``connect(to:log:)`` does, with read coalescing (`ReadCoalescing`) starting for
+    /// read events closer than `readCoalescingInterval` and reading that often: for tests that
+    /// run slower than the machine can read, as under a sanitizer.
+    package static func connect(
+        to bus: Bus, log: @escaping @Sendable (String) -> Void, readCoalescingInterval: Duration
+    ) async throws -> DBusConnection {
         // Connecting and authenticating block: keep them off the cooperative pool.
         let (raw, uniqueName) = try await withCheckedThrowingContinuation {
             (continuation: CheckedContinuation<(OpaquePointer, String), any Error>) in
@@ -100,7 +108,10 @@ public actor DBusConnection {
             }
         }
         let executor = DBusExecutor(label: "able.dbus \(uniqueName)")
-        let core = ConnectionCore(raw: raw, queue: executor.queue, log: log)
+        let (seconds, attoseconds) = readCoalescingInterval.components
+        let interval = UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
+        let core = ConnectionCore(
+            raw: raw, queue: executor.queue, log: log, readCoalescing: ReadCoalescing(intervalNanoseconds: interval))
         executor.queue.sync { core.start() }
         return DBusConnection(core: core, executor: executor, uniqueName: uniqueName)
     }

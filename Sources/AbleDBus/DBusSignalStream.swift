@@ -1,5 +1,4 @@
 import AbleStreams
-import Synchronization
 
 /// The signals that one subscription receives, for `for try await`.
 ///

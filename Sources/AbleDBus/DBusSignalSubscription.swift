@@ -1,11 +1,11 @@
-import Synchronization
+import AbleStreams
 
 /// A subscription made with ``DBusConnection/subscribe(matching:handler:onEnd:)``.
 public final class DBusSignalSubscription: Sendable {
-    private let end: Mutex<(@Sendable () -> Void)?>
+    private let end: Lock<(@Sendable () -> Void)?>
 
     init(end: @escaping @Sendable () -> Void) {
-        self.end = Mutex(end)
+        self.end = Lock(end)
     }
 
     /// Ends the subscription and removes its match rule; calling it again does nothing.

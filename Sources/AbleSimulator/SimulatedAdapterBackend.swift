@@ -1,6 +1,5 @@
 import Able
 import AbleStreams
-import Synchronization
 
 /// The simulator's adapters.
 struct SimulatedAdapterBackend: AdapterBackend {
@@ -52,10 +51,13 @@ struct SimulatedAdapterBackend: AdapterBackend {
             state.scans[id] = RadioState.Scan(adapter: address, filter: filter, continuation: continuation)
             return (id, state.devices.values.sorted { $0.address < $1.address })
         }
+        continuation.setHandOffObserver { [clock = radio.clock] in clock.handOffEnded() }
         continuation.onTermination { [radio] in
             let scan = radio.state.withLock { $0.scans.removeValue(forKey: id) }
             for token in scan?.pendingDeliveries ?? [] { radio.clock.cancel(token) }
             radio.adapterChanged(address)
+            // A value it held for its consumer no longer holds time back.
+            radio.clock.handOffEnded()
         }
         radio.adapterChanged(address)
         // Each device is seen one advertising interval after the scan starts.

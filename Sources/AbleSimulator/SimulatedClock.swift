@@ -1,4 +1,5 @@
-import Synchronization
+import Able
+import AbleStreams
 
 /// The clock of a ``SimulatedRadio``: virtual time that the test controls, on which every
 /// simulated delay and every timeout of the radio's adapters runs.
@@ -9,20 +10,35 @@ import Synchronization
 /// code under test can sleep on it too (`try await radio.clock.sleep(for: .seconds(1))`).
 ///
 /// **Automatic mode** (the default): time jumps to the next deadline as soon as everything is
-/// waiting. "Everything is waiting" is detected as a quiet spell: the clock has sleepers, and
-/// while its driver yields the cooperative thread pool a number of times in a row (letting
-/// every task that was ready run first), no sleeper is added or removed and the radio sees no
-/// operation. The spell is extended, a bounded number of times, while a sleeper it woke has
-/// not run yet or a scan or notification stream of the radio holds values its consumer has
-/// not taken. Then the earliest deadline fires, and the clock looks for the next quiet spell.
-/// Sleepers with the same deadline wake in the order they went to sleep. No real time passes:
-/// the driver yields, it never sleeps.
+/// waiting. How the clock knows that depends on where the code under test runs.
 ///
-/// The limit: work the clock cannot see — a task busy computing for longer than the quiet
-/// spell, or one waiting on something outside the radio and the clock (a file, a real
-/// socket, a `DispatchQueue`) — is not waited for, and a timeout may fire while it runs.
-/// Tests of such code use **manual mode**, in which time moves only when the test calls
-/// ``advance(by:)`` or ``advance(to:)``.
+/// - **Inside ``run(_:)``** (or ``SimulatedRadio/run(_:)``), time is exact. The body runs on the
+///   clock's ``executor``, which runs the simulation one job at a time; its child tasks, the
+///   actors it calls and the tasks Able starts for it run there too. When the executor has
+///   nothing left to run, no sleeper woken off the executor is still on its way, and no scan or
+///   notification stream of the radio has woken a consumer that has not come for its value, the
+///   earliest deadline fires; sleepers with the same deadline wake in the order they went to
+///   sleep. This never depends on real time or on how threads are scheduled: a loaded machine or
+///   a sanitizer runs the same simulation, only slower, and a body may compute for as long as it
+///   likes between two steps without a timeout overtaking it.
+/// - **Outside ``run(_:)``** (while no ``run(_:)`` of this clock is under way), the clock cannot
+///   see the code under test, so it guesses: it fires the earliest deadline after a quiet
+///   spell, a number of yields of the cooperative thread pool in a row in which the radio saw
+///   no activity (no GATT operation, connection, new sleeper or deadline) and, after a GATT
+///   operation, a connection or a task going to sleep on the clock, at least 100 ms of real
+///   time; the spell is extended a bounded number of times while a woken sleeper has not run
+///   yet or a stream holds a value for its consumer. Code that goes from one radio call to the
+///   next without computing for long works as it did before ``run(_:)`` existed, and better on a
+///   loaded machine; code that computes (or is held up) between two steps for longer than the
+///   spell may see a timeout fire early, and each such deadline costs up to 100 ms of real
+///   time. Wrap tests in ``run(_:)`` for exact time at full speed.
+///
+/// In both, work the clock does not see is not waited for: tasks started with `Task {}` inside
+/// ``run(_:)`` (start them with `Task(executorPreference: radio.clock.executor)`), and anything
+/// waiting outside the clock and the radio (a file, a real socket, a `DispatchQueue`; data on a
+/// simulated L2CAP channel moves through a real socket pair). Tests of such code use
+/// **manual mode**, in which time moves only when the test calls ``advance(by:)`` or
+/// ``advance(to:)``.
 ///
 /// ```swift
 /// let radio = SimulatedRadio(clock: SimulatedClock(mode: .manual))
@@ -69,22 +85,45 @@ public final class SimulatedClock: Clock, Sendable {
         var now = Instant(offset: .zero)
         var sleepers: [UInt64: Sleeper] = [:]
         var nextID: UInt64 = 0
-        /// Changes whenever something happens that could add an earlier deadline.
-        var generation: UInt64 = 0
-        var isDriving = false
-        /// Sleepers resumed whose tasks have not run yet: a quiet spell waits for them.
+        /// Sleepers resumed whose tasks have not run yet: time waits for them.
         var waking: Set<UInt64> = []
-        /// Say whether work the clock woke is still to be done (such as values a stream holds
-        /// for its consumer); a quiet spell is extended while one says so.
-        var busyChecks: [@Sendable () -> Bool] = []
+        /// Say whether a value was handed to a consumer that has not taken it yet (such as a
+        /// discovery a scan stream woke its consumer for): time waits while one says so.
+        var handOffChecks: [@Sendable () -> Bool] = []
+        /// Calls of ``advance(to:)`` waiting for what a deadline woke to be done.
+        var settling: [UnsafeContinuation<Void, Never>] = []
+        /// How many ``run(_:)`` bodies are under way: while there is one, time is exact.
+        var runScopes = 0
+        /// Outside ``run(_:)``: changes whenever the radio does something, which starts a new
+        /// quiet spell.
+        var generation: UInt64 = 0
+        /// Outside ``run(_:)``: whether the task that waits for quiet spells runs.
+        var isDriving = false
+        /// Outside ``run(_:)``: when the code under test last asked the radio for something (a
+        /// GATT operation, a connection) or went to sleep on the clock, in real time.
+        var lastRequest: ContinuousClock.Instant?
     }
 
-    /// How many yields in a row without activity make a quiet spell.
+    /// Outside ``run(_:)``: how many yields in a row without activity make a quiet spell.
     static let quietYields = 48
-    /// How many more spells a quiet spell waits for while a busy check says work is pending.
+    /// Outside ``run(_:)``: how many more spells a quiet spell waits for while a sleeper it woke
+    /// has not run yet or a stream holds a value for its consumer.
     static let busySpells = 64
+    /// Outside ``run(_:)``: how long in real time a quiet spell lasts at least after the code under
+    /// test last asked the radio for something or went to sleep. Code that goes from one step to
+    /// the next is invisible between them; on a loaded machine a thread can wait for a CPU for
+    /// tens of milliseconds (20 ms was too little for 50 reads under ThreadSanitizer with both
+    /// cores busy), far longer than a spell of yields on another thread. Deadlines the radio
+    /// schedules for itself (advertising intervals, delayed notifications) do not pay it.
+    static let quietTimeAfterRequest = Duration.milliseconds(100)
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
+
+    /// The executor the simulation runs on: in automatic mode, time moves when it has nothing to
+    /// run. Prefer it for tasks the code under test starts:
+    /// `Task(executorPreference: clock.executor) { … }`.
+    public var executor: any TaskExecutor { simulation }
+    private let simulation = SimulatedExecutor()
 
     /// How the clock moves.
     public let mode: Mode
@@ -94,6 +133,34 @@ public final class SimulatedClock: Clock, Sendable {
     /// - Parameter mode: ``Mode/automatic`` (the default) or ``Mode/manual``.
     public init(mode: Mode = .automatic) {
         self.mode = mode
+        simulation.setIdleHandler { [weak self] in self?.simulationIdle() }
+    }
+
+    /// Runs `body` on the clock's ``executor``, with every task Able starts for it preferring
+    /// the executor too: the simulation then sees all of that work, and an automatic clock moves
+    /// time only when all of it waits.
+    ///
+    /// While a body runs, time on this clock is exact (see ``SimulatedClock``); before and after,
+    /// the clock goes back to guessing from quiet spells.
+    ///
+    /// Call it from code that is not isolated to an actor (such as a test function): isolated
+    /// code runs on its actor's executor, not on the clock's.
+    public func run<T: Sendable>(
+        isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T
+    ) async rethrows -> T {
+        state.withLock { $0.runScopes += 1 }
+        // Sleepers from before the body are the executor's to fire now.
+        simulation.look()
+        defer {
+            let isLast = state.withLock { state -> Bool in
+                state.runScopes -= 1
+                return state.runScopes == 0
+            }
+            if isLast { deadlineAdded() }
+        }
+        return try await InheritedExecutor.$preferred.withValue(simulation) {
+            try await withTaskExecutorPreference(simulation) { try await body() }
+        }
     }
 
     /// The current simulated time.
@@ -114,7 +181,15 @@ public final class SimulatedClock: Clock, Sendable {
             state.nextID += 1
             return state.nextID
         }
-        defer { _ = state.withLock { $0.waking.remove(id) } }
+        defer {
+            // A sleeper woken off the executor is on its way until here: time waited for it.
+            let wasWaking = state.withLock { state -> Bool in
+                state.generation &+= 1
+                return state.waking.remove(id) != nil
+            }
+            if wasWaking { simulation.look() }
+        }
+        let now = ContinuousClock.now
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
                 let resumeNow = state.withLock { state -> Bool? in
@@ -123,17 +198,19 @@ public final class SimulatedClock: Clock, Sendable {
                     guard !Task.isCancelled else { return nil }
                     guard deadline > state.now else { return true }
                     state.sleepers[id] = Sleeper(deadline: deadline, wakeup: .continuation(continuation))
-                    state.generation &+= 1
+                    // A task that goes to sleep is a step of the code under test: outside `run`,
+                    // its next steps (in other tasks) get a quiet spell's real time to show.
+                    state.lastRequest = now
                     return false
                 }
                 switch resumeNow {
                 case nil: continuation.resume(throwing: CancellationError())
                 case true?: continuation.resume()
-                case false?: startDriving()
+                case false?: deadlineAdded()
                 }
             }
         } onCancel: {
-            let removed = state.withLock { state -> Sleeper? in
+            let removed = state.withLock { state in
                 state.generation &+= 1
                 return state.sleepers.removeValue(forKey: id)
             }
@@ -171,14 +248,13 @@ public final class SimulatedClock: Clock, Sendable {
             guard deadline > state.now else { return nil }
             state.nextID += 1
             state.sleepers[state.nextID] = Sleeper(deadline: deadline, wakeup: .action(action))
-            state.generation &+= 1
             return state.nextID
         }
         guard let id else {
             action()
             return 0
         }
-        startDriving()
+        deadlineAdded()
         return id
     }
 
@@ -198,14 +274,26 @@ public final class SimulatedClock: Clock, Sendable {
         }
     }
 
-    /// Adds a check of pending work that a quiet spell waits for (within ``busySpells`` spells).
-    func addBusyCheck(_ check: @escaping @Sendable () -> Bool) {
-        state.withLock { $0.busyChecks.append(check) }
+    /// Tells the clock that the radio did something (a GATT operation, a connection): outside
+    /// ``run(_:)``, an automatic clock waits for a new quiet spell.
+    func noteActivity() {
+        let now = ContinuousClock.now
+        state.withLock { state in
+            state.generation &+= 1
+            state.lastRequest = now
+        }
     }
 
-    /// Tells the clock that the radio did something: an automatic clock waits for a new quiet spell.
-    func noteActivity() {
+    /// Adds a check of values handed to consumers and not yet taken, which time waits for;
+    /// whoever sees such a hand-off end calls ``handOffEnded()``.
+    func addHandOffCheck(_ check: @escaping @Sendable () -> Bool) {
+        state.withLock { $0.handOffChecks.append(check) }
+    }
+
+    /// A value handed to a consumer was taken: time may move again.
+    func handOffEnded() {
         state.withLock { $0.generation &+= 1 }
+        simulation.look()
     }
 
     // MARK: Moving time
@@ -222,8 +310,8 @@ public final class SimulatedClock: Clock, Sendable {
     private func fire(at deadline: Instant) {
         let due = state.withLock { state -> [Wakeup] in
             if deadline > state.now { state.now = deadline }
-            let ids = state.sleepers.filter { $0.value.deadline <= deadline }.keys.sorted()
             state.generation &+= 1
+            let ids = state.sleepers.filter { $0.value.deadline <= deadline }.keys.sorted()
             return ids.compactMap { id -> Wakeup? in
                 guard let wakeup = state.sleepers.removeValue(forKey: id)?.wakeup else { return nil }
                 if case .continuation = wakeup { state.waking.insert(id) }
@@ -238,14 +326,35 @@ public final class SimulatedClock: Clock, Sendable {
         }
     }
 
-    /// Lets every task that is ready run until nothing happens for a quiet spell.
-    ///
-    /// A spell is also extended, a bounded number of times, while a busy check reports work
-    /// that woken tasks have yet to do, such as discoveries or notifications a stream holds for
-    /// a consumer that was preempted: so a timeout does not overtake what came before it in
-    /// simulated time when the machine is loaded. The bound keeps a test that leaves values in
-    /// a stream on purpose from stopping time.
+    /// Waits until what the last deadline woke is done: inside ``run(_:)``, the executor idle and
+    /// nothing on its way; outside, a quiet spell.
     private func settle() async {
+        guard state.withLock({ $0.runScopes > 0 }) else { return await quietSpell() }
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+            state.withLock { $0.settling.append(continuation) }
+            simulation.look()
+        }
+    }
+
+    /// A sleeper or an action was added: an automatic clock looks whether it is due.
+    private func deadlineAdded() {
+        guard mode == .automatic else { return }
+        let isExact = state.withLock { state -> Bool in
+            state.generation &+= 1
+            return state.runScopes > 0
+        }
+        if isExact { simulation.look() } else { startDriving() }
+    }
+
+    // MARK: Outside run: quiet spells
+
+    /// Lets every task that is ready run until the radio sees no activity for a quiet spell.
+    ///
+    /// A spell is extended, a bounded number of times, while a sleeper it woke has not run yet or
+    /// a stream holds a value its consumer has not taken: so a timeout does not overtake what came
+    /// before it in simulated time. The bound keeps a test that leaves values in a stream on
+    /// purpose from stopping time.
+    private func quietSpell() async {
         var quiet = 0
         var busySpells = 0
         var seen = state.withLock { $0.generation }
@@ -259,37 +368,76 @@ public final class SimulatedClock: Clock, Sendable {
                 quiet = 0
             }
             guard quiet >= Self.quietYields else { continue }
-            let (checks, waking) = state.withLock { ($0.busyChecks, $0.waking) }
+            if let lastRequest = state.withLock({ $0.lastRequest }) {
+                let since = lastRequest.duration(to: .now)
+                if since < Self.quietTimeAfterRequest {
+                    try? await Task.sleep(for: Self.quietTimeAfterRequest - since)
+                    quiet = 0
+                    continue
+                }
+            }
+            let (checks, waking) = state.withLock { ($0.handOffChecks, $0.waking) }
             guard busySpells < Self.busySpells, !waking.isEmpty || checks.contains(where: { $0() }) else { return }
             busySpells += 1
             quiet = 0
         }
     }
 
+    /// Starts the task that fires deadlines after quiet spells, unless it runs or a ``run(_:)``
+    /// body is under way. One task per busy period, not one per sleeper.
     private func startDriving() {
-        guard mode == .automatic else { return }
         let start = state.withLock { state -> Bool in
-            guard !state.isDriving else { return false }
+            guard !state.isDriving, state.runScopes == 0, !state.sleepers.isEmpty else { return false }
             state.isDriving = true
             return true
         }
         guard start else { return }
-        // One driver per busy period, not one task per sleeper.
         Task.detached { [self] in await drive() }
     }
 
     private func drive() async {
         while true {
-            await settle()
-            let next = state.withLock { state -> Instant? in
-                guard let earliest = state.sleepers.values.map(\.deadline).min() else {
-                    state.isDriving = false
-                    return nil
-                }
-                return earliest
-            }
-            guard let next else { return }
-            fire(at: next)
+            await quietSpell()
+            // A body that started meanwhile owns time from now: the executor fires deadlines.
+            guard fireEarliest(exact: false) else { return }
         }
+    }
+
+    /// Fires the earliest deadline if the clock is in the given state (exact: a ``run(_:)`` body
+    /// under way); else, outside ``run(_:)``, stops the driver. Returns whether it fired.
+    private func fireEarliest(exact: Bool) -> Bool {
+        let next = state.withLock { state -> Instant? in
+            guard (state.runScopes > 0) == exact, let earliest = state.sleepers.values.map(\.deadline).min() else {
+                if !exact { state.isDriving = false }
+                return nil
+            }
+            return earliest
+        }
+        guard let next else { return false }
+        fire(at: next)
+        return true
+    }
+
+    /// Runs on the executor's queue whenever the executor has nothing to run (or was asked to
+    /// look): if nothing is on its way either, ``advance(to:)`` calls waiting for that go on, or
+    /// else an automatic clock fires the earliest deadline.
+    private func simulationIdle() {
+        let (waking, checks) = state.withLock { ($0.waking, $0.handOffChecks) }
+        // Work on its way that the executor does not run: its end asks for another look (a
+        // woken sleeper as it returns, a consumer as it takes its value).
+        guard waking.isEmpty, !checks.contains(where: { $0() }) else { return }
+        let settled = state.withLock { state in
+            defer { state.settling = [] }
+            return state.settling
+        }
+        guard settled.isEmpty else {
+            for continuation in settled { continuation.resume() }
+            // An automatic clock goes on by itself once they are done.
+            if mode == .automatic { simulation.look() }
+            return
+        }
+        guard mode == .automatic, fireEarliest(exact: true) else { return }
+        // Actions run here and tasks woken off the executor enqueue nothing on it: look again.
+        simulation.look()
     }
 }

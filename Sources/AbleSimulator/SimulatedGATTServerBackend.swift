@@ -1,5 +1,5 @@
 import Able
-import Synchronization
+import AbleStreams
 
 /// A GATT server on a simulated adapter.
 struct SimulatedGATTServerBackend: GATTServerBackend {

@@ -1,4 +1,5 @@
 import Able
+import AbleStreams
 import Synchronization
 
 #if canImport(Glibc)

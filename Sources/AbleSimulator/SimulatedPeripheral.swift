@@ -1,5 +1,5 @@
 public import Able
-import Synchronization
+import AbleStreams
 
 /// A device on a ``SimulatedRadio``, as the test drives it: its notifications, its timing, and
 /// the faults it shows the central.

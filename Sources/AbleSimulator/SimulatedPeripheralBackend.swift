@@ -1,6 +1,5 @@
 import Able
 import AbleStreams
-import Synchronization
 
 /// A remote device seen from a simulated central.
 struct SimulatedPeripheralBackend: PeripheralBackend {
@@ -228,6 +227,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             throw BluetoothError(.doesNotExist, message: "no attribute \(characteristic.id)")
         }
         let key = RadioState.SubscriptionKey(central: central, peripheral: address, attribute: id)
+        continuation.setHandOffObserver { [clock = radio.clock] in clock.handOffEnded() }
         let (subscriptionID, first, events) = radio.state.withLock { state in
             let subscriptionID = state.makeID()
             let first = state.subscriptions[key, default: [:]].isEmpty
@@ -245,6 +245,8 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
                 return (last, state.devices[key.peripheral]?.events)
             }
             if last { events?.subscriptionChanged(nil, id, false) }
+            // A value it held for its consumer no longer holds time back.
+            radio.clock.handOffEnded()
         }
     }
 }

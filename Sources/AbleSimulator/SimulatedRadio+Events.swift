@@ -1,6 +1,5 @@
 import Able
 import AbleStreams
-import Synchronization
 
 extension SimulatedRadio {
     /// Hands a notified value to every stream subscribed to the attribute.

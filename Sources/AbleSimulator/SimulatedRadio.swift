@@ -1,6 +1,5 @@
 public import Able
 import AbleStreams
-import Synchronization
 
 /// An in-memory Bluetooth radio for tests: simulated adapters and peripherals that find,
 /// connect to and talk to each other through the same public API as BlueZ, with no D-Bus,
@@ -28,7 +27,7 @@ import Synchronization
 /// returns (or ``peripheral(_:)`` for a simulated adapter's server), and through the adapters'
 /// own API (``/Able/Adapter/setPowered(_:)``).
 public final class SimulatedRadio: Sendable {
-    let state = Mutex(RadioState())
+    let state = Lock(RadioState())
 
     /// The clock every delay and timeout of this radio runs on.
     public let clock: SimulatedClock
@@ -38,16 +37,33 @@ public final class SimulatedRadio: Sendable {
     /// - Parameter clock: Its clock; by default an automatic one (see ``SimulatedClock``).
     public init(clock: SimulatedClock = SimulatedClock()) {
         self.clock = clock
-        clock.addBusyCheck { [weak self] in self?.hasUntakenDeliveries ?? false }
+        clock.addHandOffCheck { [weak self] in self?.hasPendingHandOffs ?? false }
     }
 
-    /// Whether a scan or notification stream of this radio holds values its consumer has not
-    /// taken yet.
-    var hasUntakenDeliveries: Bool {
+    /// Whether a scan or notification stream of this radio woke its consumer for a value that the
+    /// consumer has not taken yet (or holds one it has not released).
+    var hasPendingHandOffs: Bool {
         state.withLock { state in
-            state.scans.values.contains { $0.continuation.hasUntakenElements }
-                || state.subscriptions.values.contains { $0.values.contains { $0.hasUntakenElements } }
+            state.scans.values.contains { $0.continuation.hasPendingHandOff }
+                || state.subscriptions.values.contains { $0.values.contains { $0.hasPendingHandOff } }
         }
+    }
+
+    /// Runs `body` on the radio's simulation, where the automatic clock sees all of its work:
+    /// ``SimulatedClock/run(_:)`` of ``clock``.
+    ///
+    /// ```swift
+    /// @Test func findsTheSensor() async throws {
+    ///     let radio = SimulatedRadio()
+    ///     try await radio.run {
+    ///         // … the code under test, on adapters of `radio` …
+    ///     }
+    /// }
+    /// ```
+    public func run<T: Sendable>(
+        isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T
+    ) async rethrows -> T {
+        try await clock.run(body)
     }
 
     /// A new simulated adapter on this radio, powered on.

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The bounded buffer behind a hot stream: producers yield into it from wherever values arrive,
 /// without a task or a hop and without ever waiting, and one consumer takes them in a
 /// `for try await` loop.
@@ -39,11 +37,11 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
     /// What became of a yielded value.
     package typealias YieldResult = Machine.YieldResult
 
-    private let state: Mutex<Machine>
+    private let state: Lock<Machine>
 
     /// A buffer of at most `limit` values (at least one) with the given policy when full.
     package init(limit: Int, policy: Policy) {
-        state = Mutex(Machine(limit: limit, policy: policy))
+        state = Lock(Machine(limit: limit, policy: policy))
     }
 
     // MARK: Producing
@@ -87,10 +85,10 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
     /// How many values wait for the consumer.
     package var bufferedCount: Int { state.withLock { $0.bufferedCount } }
 
-    /// Whether values wait for the consumer, or were taken with ``nextHeld(isolation:)`` and are
-    /// still held: a driver of virtual time can let the consumer deal with them before it moves
-    /// time on.
-    package var hasUntakenElements: Bool { state.withLock { $0.hasUntakenElements } }
+    /// Whether a consumer was woken for a value and has not come for it yet, or took one with
+    /// ``nextHeld(isolation:)`` and still holds it: a driver of virtual time lets the consumer deal
+    /// with it before it moves time on.
+    package var hasPendingHandOff: Bool { state.withLock { $0.hasPendingHandOff } }
 
     /// Whether the consumer is suspended, waiting for a value.
     package var isConsumerWaiting: Bool { state.withLock { $0.isConsumerWaiting } }
@@ -106,15 +104,29 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
         try await next(holding: false, isolation: actor)
     }
 
-    /// Like ``next(isolation:)``, but the value counts as untaken (``hasUntakenElements``) until
+    /// Like ``next(isolation:)``, but the value counts as handed over (``hasPendingHandOff``) until
     /// ``releaseHeld()``: for a consumer that takes a value before it knows it will keep it.
     package func nextHeld(isolation actor: isolated (any Actor)? = #isolation) async throws -> Element? {
         try await next(holding: true, isolation: actor)
     }
 
+    /// The next value if one waits in the buffer now; `nil` at once when none does.
+    package func nextIfBuffered() -> Element? {
+        state.withLock { $0.nextIfBuffered() }
+    }
+
     /// Lets go of a value taken with ``nextHeld(isolation:)``.
     package func releaseHeld() {
-        state.withLock { $0.releaseHeld() }
+        state.withLock { machine -> (@Sendable () -> Void)? in
+            machine.releaseHeld()
+            return machine.hasPendingHandOff ? nil : machine.handOffObserver
+        }?()
+    }
+
+    /// Calls `observer` whenever a hand-off that ``hasPendingHandOff`` reported ends: a driver of
+    /// virtual time that waits for it looks again then, instead of asking over and over.
+    package func setHandOffObserver(_ observer: @escaping @Sendable () -> Void) {
+        state.withLock { $0.handOffObserver = observer }
     }
 
     @inline(__always)
@@ -123,7 +135,13 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
         // waits: a producer faster than the consumer would otherwise keep it busy forever.
         if Task.isCancelled { cancel() }
         while true {
-            switch state.withLock({ $0.next(holding: holding) }) {
+            let (action, handedOver) = state.withLock { machine -> (Machine.NextAction, (@Sendable () -> Void)?) in
+                let wasPending = machine.hasPendingHandOff
+                let action = machine.next(holding: holding)
+                return (action, wasPending && !machine.hasPendingHandOff ? machine.handOffObserver : nil)
+            }
+            handedOver?()
+            switch action {
             case .element(let element):
                 return element
             case .end(nil):

@@ -48,6 +48,8 @@ package struct DeliveryBufferStateMachine<Element, Waiter> {
     private var otherWaiters: [Waiter] = []
     /// Whether the waiter is to be woken when the current batch ends.
     private var isWakeDeferred = false
+    /// Whether a consumer was woken for a value and has not asked for one since.
+    private var isHandingOver = false
     private var end: End?
     private var onTermination: TerminationHandler?
 
@@ -71,8 +73,14 @@ package struct DeliveryBufferStateMachine<Element, Waiter> {
     /// How many values wait for the consumer.
     package var bufferedCount: Int { elements.count - head }
 
-    /// Whether values wait for the consumer, or were taken with `holding` and are not released yet.
-    package var hasUntakenElements: Bool { bufferedCount > 0 || heldCount > 0 }
+    /// Whether a value is on its way to a consumer that needs nothing else to take it: a consumer
+    /// was woken for it and has not asked again yet, or took it with `holding` and has not released
+    /// it. Values that wait for a consumer that is not waiting do not count: nothing says it will
+    /// come for them.
+    package var hasPendingHandOff: Bool { isHandingOver || heldCount > 0 }
+
+    /// Told when a pending hand-off ends (see ``DeliveryBuffer/setHandOffObserver(_:)``).
+    package var handOffObserver: (@Sendable () -> Void)?
 
     /// Whether a consumer is suspended, waiting for a value.
     package var isConsumerWaiting: Bool { waiter != nil }
@@ -140,6 +148,7 @@ package struct DeliveryBufferStateMachine<Element, Waiter> {
     package mutating func finish(throwing error: (any Error)?) -> FinishAction {
         guard end == nil else { return .none }
         end = error.map { .failed($0) } ?? .finished
+        isHandingOver = false
         var waiters = otherWaiters
         otherWaiters = []
         if let waiter {
@@ -181,10 +190,11 @@ package struct DeliveryBufferStateMachine<Element, Waiter> {
 
     /// The consumer asks for the next value.
     ///
-    /// - Parameter holding: Whether the value still counts as untaken (``hasUntakenElements``)
-    ///   until ``releaseHeld()``: for a consumer that takes a value before it knows it will keep it.
+    /// - Parameter holding: Whether the value still counts as handed over but not taken
+    ///   (``hasPendingHandOff``) until ``releaseHeld()``: for a consumer that takes a value before it knows it will keep it.
     @inline(__always)
     package mutating func next(holding: Bool = false) -> NextAction {
+        isHandingOver = false
         if bufferedCount > 0 {
             if holding { heldCount += 1 }
             return .element(removeFirst())
@@ -199,6 +209,11 @@ package struct DeliveryBufferStateMachine<Element, Waiter> {
             end = .finished
             return .end(error)
         }
+    }
+
+    /// The consumer takes the next value if one is buffered, without waiting.
+    package mutating func nextIfBuffered() -> Element? {
+        bufferedCount > 0 ? removeFirst() : nil
     }
 
     /// What became of a consumer that was about to suspend.
@@ -232,6 +247,7 @@ package struct DeliveryBufferStateMachine<Element, Waiter> {
         let taken = waiter
         waiter = otherWaiters.isEmpty ? nil : otherWaiters.removeFirst()
         isWakeDeferred = false
+        if taken != nil { isHandingOver = true }
         return taken
     }
 

@@ -46,6 +46,17 @@ struct ArgumentTests {
             (["l2cap", "listen", "AA:BB:CC:DD:EE:FF"], "listen takes no ADDRESS or PSM"),
             (["demo", "--server", "hci0", "--central", "hci0"], "the server and the central need two adapters"),
             (["demo", "--notifications", "300"], "--notifications must be a whole number from 0 to 255"),
+            (["serve", "--name", ""], "--name cannot be empty"),
+            (["scan", "--adapter", ""], "--adapter: an adapter name cannot be empty"),
+            (["scan", "--adapter", "hci0/../hci1"], "--adapter: 'hci0/../hci1' is not an adapter name"),
+            (["info", "--adapter", "hci 0"], "--adapter: 'hci 0' is not an adapter name"),
+            (["demo", "--server", "sim:0"], "--server: 'sim:0' is not an adapter name"),
+            (["l2cap", "listen", "--adapter", "hci0\u{0}"], "is not an adapter name"),
+            (["write", "AA:BB:CC:DD:EE:FF", "2a19", String(repeating: "ab", count: 513)], "VALUE has 513 bytes"),
+            (
+                ["write", "AA:BB:CC:DD:EE:FF", "2a19", "--text", String(repeating: "é", count: 257)],
+                "VALUE has 514 bytes"
+            ),
         ] as [([String], String)])
     func badCommandLines(arguments: [String], message: String) async {
         let (status, output) = await run(arguments)

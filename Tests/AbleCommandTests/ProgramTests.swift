@@ -8,12 +8,25 @@ import Testing
 struct ProgramTests {
     /// Runs the built program `name` with `arguments` and returns its status, standard output
     /// and standard error.
-    func run(_ name: String, _ arguments: [String]) throws -> (status: Int32, out: String, error: String) {
+    func run(_ name: String, _ arguments: [String]) async throws -> (status: Int32, out: String, error: String) {
         let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         let binary = directory.appendingPathComponent(name)
         try #require(
             FileManager.default.isExecutableFile(atPath: binary.path),
             "\(binary.path) is missing: `swift build` builds it (`--product AblePackageTests` does not)")
+        // Waiting for the program blocks: do it on a thread of its own. On one of the few threads
+        // the tests' tasks share, it stalls every other test while the program runs (for seconds
+        // under a sanitizer, long enough for their time limits to pass).
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(with: Result { try Self.runBlocking(binary, arguments) })
+            }.start()
+        }
+    }
+
+    private static func runBlocking(_ binary: URL, _ arguments: [String]) throws -> (
+        status: Int32, out: String, error: String
+    ) {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
@@ -34,8 +47,8 @@ struct ProgramTests {
     }
 
     @Test("able with a bad command line exits 64 with the reason and the usage, no stack trace")
-    func badCommandLine() throws {
-        let result = try run("able", ["read", "not-an-address", "2a19"])
+    func badCommandLine() async throws {
+        let result = try await run("able", ["read", "not-an-address", "2a19"])
         #expect(result.status == 64)
         #expect(result.out.isEmpty)
         #expect(result.error.hasPrefix("able read: 'not-an-address' is not a Bluetooth address"))
@@ -44,8 +57,8 @@ struct ProgramTests {
     }
 
     @Test("able demo runs the seed scenario on the simulated radio")
-    func demo() throws {
-        let result = try run("able", ["demo"])
+    func demo() async throws {
+        let result = try await run("able", ["demo"])
         #expect(result.status == 0, "\(result.out)\n\(result.error)")
         let lines = result.out.split(separator: "\n")
         #expect(lines.contains { $0.hasSuffix("central: took 3; unsubscribed") }, "\(result.out)")
@@ -54,15 +67,15 @@ struct ProgramTests {
     }
 
     @Test("Snippets/Scan.swift finds the simulated battery device and not the lamp")
-    func scanSnippet() throws {
-        let result = try run("Scan", ["--simulated"])
+    func scanSnippet() async throws {
+        let result = try await run("Scan", ["--simulated"])
         #expect(result.status == 0, "\(result.error)")
         #expect(result.out.hasPrefix("found 00:5A:00:00:00:01 Sensor at -50 dBm\n"), "\(result.out)")
     }
 
     @Test("Snippets/Notifications.swift takes exactly five measurements")
-    func notificationsSnippet() throws {
-        let result = try run("Notifications", ["--simulated"])
+    func notificationsSnippet() async throws {
+        let result = try await run("Notifications", ["--simulated"])
         #expect(result.status == 0, "\(result.error)")
         let rates = result.out.split(separator: "\n").filter { $0.hasPrefix("heart rate: ") }
         #expect(rates == (60..<65).map { "heart rate: \($0) bpm" }, "\(result.out)")
@@ -70,8 +83,8 @@ struct ProgramTests {
     }
 
     @Test("Snippets/ReadAcrossServices.swift reads across services and takes B1's count of notifications")
-    func readAcrossServicesSnippet() throws {
-        let result = try run("ReadAcrossServices", ["--simulated"])
+    func readAcrossServicesSnippet() async throws {
+        let result = try await run("ReadAcrossServices", ["--simulated"])
         #expect(result.status == 0, "\(result.error)")
         let lines = result.out.split(separator: "\n").map(String.init)
         #expect(lines.contains("A1 = [161], B1 = [3]"), "\(result.out)")
@@ -80,8 +93,8 @@ struct ProgramTests {
     }
 
     @Test("Snippets/SeedServer.swift serves the PSM of a real listener and closes")
-    func seedServerSnippet() throws {
-        let result = try run("SeedServer", ["--simulated"])
+    func seedServerSnippet() async throws {
+        let result = try await run("SeedServer", ["--simulated"])
         #expect(result.status == 0, "\(result.error)")
         let lines = result.out.split(separator: "\n").map(String.init)
         let psm = try #require(lines.first?.split(separator: " ").dropFirst().prefix(2).joined(separator: " "))
@@ -91,8 +104,8 @@ struct ProgramTests {
     }
 
     @Test("Snippets/L2CAPEcho.swift publishes a PSM, opens the channel and gets each message back")
-    func l2capEchoSnippet() throws {
-        let result = try run("L2CAPEcho", ["--simulated"])
+    func l2capEchoSnippet() async throws {
+        let result = try await run("L2CAPEcho", ["--simulated"])
         #expect(result.status == 0, "\(result.error)")
         let lines = result.out.split(separator: "\n").map(String.init)
         #expect(lines.first?.hasPrefix("server: listening on PSM 0x00") == true, "\(result.out)")
@@ -102,9 +115,10 @@ struct ProgramTests {
     }
 
     @Test("Snippets/DBusTour.swift runs on a private bus")
-    func dbusTourSnippet() throws {
+    func dbusTourSnippet() async throws {
         let bus = try PrivateBus()
-        let result = try run("DBusTour", [bus.address])
+        _ = try await bus.connect()  // the daemon listens now
+        let result = try await run("DBusTour", [bus.address])
         #expect(result.status == 0, "\(result.error)")
         #expect(!result.out.isEmpty)
     }

@@ -65,155 +65,201 @@ struct SimulatedCommandTests {
 
     @Test("scan prints one discovery object per device and an end object with the count")
     func scan() async throws {
-        try await withServer { _ in
-            let result = await able(["scan", "--service", "\(Self.service)", "--count", "1", "--timeout", "5"])
-            #expect(result.status == 0, "\(result.errors)")
-            #expect(result.json.count == 2)
-            #expect(result.json.first?.hasPrefix(#"{"event":"discovery","address":"5A:00:00:00:00:02","#) == true)
-            #expect(result.json.first?.contains(#""name":"sim-thing""#) == true)
-            #expect(result.json.first?.contains(#""services":["a5a50001-0000-1000-8000-00805f9b34fb"]"#) == true)
-            #expect(result.json.last == #"{"event":"end","count":1}"#)
+        try await radio.run {
+            try await withServer { _ in
+                let result = await able(["scan", "--service", "\(Self.service)", "--count", "1", "--timeout", "5"])
+                #expect(result.status == 0, "\(result.errors)")
+                #expect(result.json.count == 2)
+                #expect(result.json.first?.hasPrefix(#"{"event":"discovery","address":"5A:00:00:00:00:02","#) == true)
+                #expect(result.json.first?.contains(#""name":"sim-thing""#) == true)
+                #expect(result.json.first?.contains(#""services":["a5a50001-0000-1000-8000-00805f9b34fb"]"#) == true)
+                #expect(result.json.last == #"{"event":"end","count":1}"#)
+            }
+            #expect(radio.openResources.isEmpty)
         }
-        #expect(radio.openResources.isEmpty)
     }
 
     @Test("info without an address describes the adapter")
     func adapterInfo() async {
-        let result = await able(["info"])
-        #expect(result.status == 0)
-        #expect(
-            result.json == [
-                #"{"event":"adapter","name":"sim-central","address":"5A:00:00:00:00:01","alias":"sim-central","powered":true,"discoverable":false,"pairable":true,"discovering":false}"#
-            ])
+        await radio.run {
+            let result = await able(["info"])
+            #expect(result.status == 0)
+            #expect(
+                result.json == [
+                    #"{"event":"adapter","name":"sim-central","address":"5A:00:00:00:00:01","alias":"sim-central","powered":true,"discoverable":false,"pairable":true,"discovering":false}"#
+                ])
+        }
     }
 
     @Test("info with an address lists the services, with --read their values, and disconnects")
     func peripheralInfo() async throws {
-        try await withServer { _ in
-            let result = await able(["info", peripheralAddress, "--read"])
-            #expect(result.status == 0, "\(result.errors)")
-            let line = try #require(result.json.first)
-            #expect(line.hasPrefix(#"{"event":"peripheral","address":"5A:00:00:00:00:02","services":["#))
-            #expect(
-                line.contains(
-                    #"{"uuid":"a5a50002-0000-1000-8000-00805f9b34fb","properties":["read","write"],"descriptors":[],"value":{"hex":"6869","text":"hi"}}"#
-                ))
+        try await radio.run {
+            try await withServer { _ in
+                let result = await able(["info", peripheralAddress, "--read"])
+                #expect(result.status == 0, "\(result.errors)")
+                let line = try #require(result.json.first)
+                #expect(line.hasPrefix(#"{"event":"peripheral","address":"5A:00:00:00:00:02","services":["#))
+                #expect(
+                    line.contains(
+                        #"{"uuid":"a5a50002-0000-1000-8000-00805f9b34fb","properties":["read","write"],"descriptors":[],"value":{"hex":"6869","text":"hi"}}"#
+                    ))
+            }
+            #expect(radio.openResources.isEmpty)
         }
-        #expect(radio.openResources.isEmpty)
     }
 
     @Test("read prints the value as hex and text; write stores it")
     func readAndWrite() async throws {
-        try await withServer { server in
-            let written = await able(["write", peripheralAddress, "\(Self.text)", "--text", "hello"])
-            #expect(written.status == 0, "\(written.errors)")
-            #expect(
-                written.json.first?.contains(#""value":{"hex":"68656c6c6f","text":"hello"},"withResponse":true"#)
-                    == true)
-            #expect(await server.value(of: Self.text) == Array("hello".utf8))
-            let read = await able(["read", peripheralAddress, "\(Self.text)"])
-            #expect(read.status == 0, "\(read.errors)")
-            #expect(
-                read.json == [
-                    #"{"event":"value","address":"5A:00:00:00:00:02","characteristic":"a5a50002-0000-1000-8000-00805f9b34fb","value":{"hex":"68656c6c6f","text":"hello"}}"#
-                ])
+        try await radio.run {
+            try await withServer { server in
+                let written = await able(["write", peripheralAddress, "\(Self.text)", "--text", "hello"])
+                #expect(written.status == 0, "\(written.errors)")
+                #expect(
+                    written.json.first?.contains(#""value":{"hex":"68656c6c6f","text":"hello"},"withResponse":true"#)
+                        == true)
+                #expect(await server.value(of: Self.text) == Array("hello".utf8))
+                let read = await able(["read", peripheralAddress, "\(Self.text)"])
+                #expect(read.status == 0, "\(read.errors)")
+                #expect(
+                    read.json == [
+                        #"{"event":"value","address":"5A:00:00:00:00:02","characteristic":"a5a50002-0000-1000-8000-00805f9b34fb","value":{"hex":"68656c6c6f","text":"hello"}}"#
+                    ])
+            }
+            #expect(radio.openResources.isEmpty)
         }
-        #expect(radio.openResources.isEmpty)
     }
 
     @Test("read of a characteristic the peripheral lacks fails with status 1")
     func readMissing() async throws {
-        try await withServer { _ in
-            let result = await able(["read", peripheralAddress, "2a19"])
-            #expect(result.status == 1)
-            #expect(result.errors.first?.contains("has no characteristic 00002a19") == true)
+        try await radio.run {
+            try await withServer { _ in
+                let result = await able(["read", peripheralAddress, "2a19"])
+                #expect(result.status == 1)
+                #expect(result.errors.first?.contains("has no characteristic 00002a19") == true)
+            }
+            #expect(radio.openResources.isEmpty)
         }
-        #expect(radio.openResources.isEmpty)
+    }
+
+    @Test(
+        "What the library refuses is one line on standard error and status 1, never a trap",
+        arguments: [
+            (
+                ["write", "5A:00:00:00:00:02", "\(text)", "--without-response", String(repeating: "ab", count: 300)],
+                "do not fit a write without response"
+            ),
+            (["read", "5A:00:00:00:00:02", "\(counter)"], "Read not permitted"),
+        ] as [([String], String)])
+    func libraryRefusals(arguments: [String], message: String) async throws {
+        try await radio.run {
+            try await withServer { _ in
+                let result = await able(arguments)
+                #expect(result.status == 1, "\(result.errors)")
+                #expect(result.errors.count == 1, "\(result.errors)")
+                #expect(result.errors.first?.contains(message) == true, "\(result.errors)")
+                #expect(result.errors.first?.contains("\n") == false)
+            }
+            #expect(radio.openResources.isEmpty)
+        }
     }
 
     @Test("notify --count N prints exactly N values, then unsubscribes and disconnects")
     func notify() async throws {
-        try await withServer { server in
-            let result = await able(["notify", peripheralAddress, "\(Self.counter)", "--count", "2"])
-            #expect(result.status == 0, "\(result.errors)")
-            #expect(
-                result.json.map { $0.replacingOccurrences(of: "a5a50003-0000-1000-8000-00805f9b34fb", with: "C") } == [
-                    #"{"event":"notification","index":1,"characteristic":"C","value":{"hex":"01","text":null}}"#,
-                    #"{"event":"notification","index":2,"characteristic":"C","value":{"hex":"02","text":null}}"#,
-                    #"{"event":"end","count":2}"#,
-                ])
-            #expect(await server.isSubscribed(Self.counter) == false)
+        try await radio.run {
+            try await withServer { server in
+                let result = await able(["notify", peripheralAddress, "\(Self.counter)", "--count", "2"])
+                #expect(result.status == 0, "\(result.errors)")
+                #expect(
+                    result.json.map { $0.replacingOccurrences(of: "a5a50003-0000-1000-8000-00805f9b34fb", with: "C") }
+                        == [
+                            #"{"event":"notification","index":1,"characteristic":"C","value":{"hex":"01","text":null}}"#,
+                            #"{"event":"notification","index":2,"characteristic":"C","value":{"hex":"02","text":null}}"#,
+                            #"{"event":"end","count":2}"#,
+                        ])
+                #expect(await server.isSubscribed(Self.counter) == false)
+            }
+            #expect(radio.openResources.isEmpty)
         }
-        #expect(radio.openResources.isEmpty)
     }
 
     @Test("serve stops by itself when --duration ends, and removes its advertisement")
     func serveForADuration() async throws {
-        let result = await able(["serve", "--name", "brief", "--duration", "0.2"], on: peripheral)
-        #expect(result.status == 0, "\(result.errors)")
-        #expect(
-            result.json == [#"{"event":"serving","adapter":"sim-peripheral","name":"brief"}"#, #"{"event":"stopped"}"#])
-        // Nothing advertises "brief" any more: the scan's timeout (on the radio's clock) ends it.
-        await #expect(throws: BluetoothError.self) {
-            try await central.scan(ScanFilter(namePrefix: "brief")).first(timeout: .seconds(5))
+        await radio.run {
+            let result = await able(["serve", "--name", "brief", "--duration", "0.2"], on: peripheral)
+            #expect(result.status == 0, "\(result.errors)")
+            #expect(
+                result.json == [
+                    #"{"event":"serving","adapter":"sim-peripheral","name":"brief"}"#, #"{"event":"stopped"}"#,
+                ])
+            // Nothing advertises "brief" any more: the scan's timeout (on the radio's clock) ends it.
+            await #expect(throws: BluetoothError.self) {
+                try await central.scan(ScanFilter(namePrefix: "brief")).first(timeout: .seconds(5))
+            }
+            #expect(radio.openResources.isEmpty)
         }
-        #expect(radio.openResources.isEmpty)
     }
 
     @Test("serve serves and advertises until cancelled (Ctrl-C), printing what centrals do")
     func serve() async throws {
-        let serving = Task { await able(["serve", "--name", "served", "--duration", "600"], on: peripheral) }
-        let found: Discovery
-        do {
-            found = try await central.scan(ScanFilter(namePrefix: "served")).first(timeout: .seconds(5))
-        } catch {
+        try await radio.run {
+            let serving = Task(executorPreference: radio.clock.executor) {
+                await able(["serve", "--name", "served", "--duration", "600"], on: peripheral)
+            }
+            let found: Discovery
+            do {
+                found = try await central.scan(ScanFilter(namePrefix: "served")).first(timeout: .seconds(5))
+            } catch {
+                let result = await serving.value
+                Issue.record("able serve: \(result)")
+                throw error
+            }
+            let level = try await central.withConnection(to: found) { peripheral in
+                try await peripheral.read(CharacteristicID(.batteryLevel, service: .batteryService))
+            }
+            #expect(level.count == 1)
+            serving.cancel()
             let result = await serving.value
-            Issue.record("able serve: \(result)")
-            throw error
+            #expect(result.status == 130, "\(result.errors)")
+            #expect(result.json.first == #"{"event":"serving","adapter":"sim-peripheral","name":"served"}"#)
+            #expect(result.json.contains { $0.hasPrefix(#"{"event":"connected","central":"#) })
+            #expect(result.json.contains { $0.hasPrefix(#"{"event":"read","characteristic":"00002a19-"#) })
+            #expect(result.json.last == #"{"event":"stopped"}"#)
+            #expect(radio.openResources.isEmpty)
         }
-        let level = try await central.withConnection(to: found) { peripheral in
-            try await peripheral.read(CharacteristicID(.batteryLevel, service: .batteryService))
-        }
-        #expect(level.count == 1)
-        serving.cancel()
-        let result = await serving.value
-        #expect(result.status == 130, "\(result.errors)")
-        #expect(result.json.first == #"{"event":"serving","adapter":"sim-peripheral","name":"served"}"#)
-        #expect(result.json.contains { $0.hasPrefix(#"{"event":"connected","central":"#) })
-        #expect(result.json.contains { $0.hasPrefix(#"{"event":"read","characteristic":"00002a19-"#) })
-        #expect(result.json.last == #"{"event":"stopped"}"#)
-        #expect(radio.openResources.isEmpty)
     }
 
     @Test("l2cap listen echoes, l2cap connect sends and prints each echo")
     func l2cap() async throws {
-        let (console, output) = Console.capturing(json: true)
-        let listening = Task {
-            await AbleCommand.run(
-                ["l2cap", "listen", "--channels", "1", "--json"],
-                context: CommandContext(
-                    console: console, adapter: { [peripheral] _ in peripheral }, simulatedPair: SimulatedPair.make))
+        try await radio.run {
+            let (console, output) = Console.capturing(json: true)
+            let listening = Task(executorPreference: radio.clock.executor) {
+                await AbleCommand.run(
+                    ["l2cap", "listen", "--channels", "1", "--json"],
+                    context: CommandContext(
+                        console: console, adapter: { [peripheral] _ in peripheral }, simulatedPair: SimulatedPair.make))
+            }
+            let listeningLine = await output.firstLine { $0.hasPrefix(#"{"event":"listening","psm":"#) }
+            let psm = try #require(listeningLine.split(separator: ":").last?.dropLast())
+            let advertising = try await peripheral.startAdvertising(Advertisement(localName: "echo"))
+            let result = await able([
+                "l2cap", "connect", peripheralAddress, String(psm), "--count", "2", "--message", "ping",
+            ])
+            await advertising.stop()
+            #expect(result.status == 0, "\(result.errors)")
+            #expect(result.json.count == 3)
+            #expect(
+                result.json.dropFirst().allSatisfy {
+                    $0.contains(#""value":{"hex":"70696e67","text":"ping"},"echoed":true"#)
+                })
+            #expect(await listening.value == 0)
+            #expect(output.out.last == #"{"event":"closed","channel":1,"echoed":2}"#)
+            #expect(radio.openResources.isEmpty)
         }
-        try await waitFor { output.out.first?.hasPrefix(#"{"event":"listening","psm":"#) == true }
-        let psm = try #require(output.out.first?.split(separator: ":").last?.dropLast())
-        let advertising = try await peripheral.startAdvertising(Advertisement(localName: "echo"))
-        let result = await able([
-            "l2cap", "connect", peripheralAddress, String(psm), "--count", "2", "--message", "ping",
-        ])
-        await advertising.stop()
-        #expect(result.status == 0, "\(result.errors)")
-        #expect(result.json.count == 3)
-        #expect(
-            result.json.dropFirst().allSatisfy {
-                $0.contains(#""value":{"hex":"70696e67","text":"ping"},"echoed":true"#)
-            })
-        #expect(await listening.value == 0)
-        #expect(output.out.last == #"{"event":"closed","channel":1,"echoed":2}"#)
-        #expect(radio.openResources.isEmpty)
     }
 
     @Test("demo runs the seed scenario on the simulated radio and leaves nothing open")
     func demo() async {
+        // The demo makes a radio of its own and runs on that radio's executor.
         let result = await able(["demo", "--notifications", "2"])
         #expect(result.status == 0, "\(result.errors)")
         let events = result.json.compactMap { line in
@@ -223,14 +269,5 @@ struct SimulatedCommandTests {
         #expect(events.contains("notification 2 of 2: 02"))
         #expect(events.filter { $0.hasPrefix("sent ") && $0.hasSuffix("bytes, got them echoed") }.count == 3)
         #expect(events.suffix(2) == ["nothing left open on the radio", "done"])
-    }
-}
-
-/// Polls `condition` (yielding between checks) until it holds, for up to five seconds.
-func waitFor(_ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(5)
-    while !condition() {
-        guard ContinuousClock.now < deadline else { throw BluetoothError(.timeout, message: "condition never held") }
-        try await Task.sleep(for: .milliseconds(5))
     }
 }

@@ -1,4 +1,5 @@
 import AbleDBus
+import AbleStreams
 import AbleTestSupport
 import Synchronization
 import Testing
@@ -24,7 +25,7 @@ struct SignalViewTests {
     @Test func aChangedByteArrayIsReadInPlaceAndOtherShapesAreTold() async throws {
         try await withPrivateBus { bus, receiver in
             let emitter = try await bus.connect()
-            let readings = Mutex<[Reading]>([])
+            let readings = Lock<[Reading]>([])
             let count = Atomic<Int>(0)
             let subscription = try await receiver.subscribe(
                 matching: DBusMatchRule(path: "/char", interface: Self.properties, member: "PropertiesChanged"),

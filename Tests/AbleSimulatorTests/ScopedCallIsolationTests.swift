@@ -46,8 +46,7 @@ struct ScopedCallIsolationTests {
         }
     }
 
-    static func seededAdapter() async throws -> (SimulatedRadio, Adapter, Discovery) {
-        let radio = SimulatedRadio()
+    static func seededAdapter(on radio: SimulatedRadio) async throws -> (Adapter, Discovery) {
         radio.addPeripheral(
             address: "00:00:00:00:00:01",
             advertisement: Advertisement(localName: "seed", serviceUUIDs: [SeedService.a.uuid])
@@ -59,41 +58,50 @@ struct ScopedCallIsolationTests {
         let adapter = radio.makeAdapter()
         let discovery = try await adapter.scan(ScanFilter(serviceUUIDs: [SeedService.a.uuid])).first(
             timeout: .seconds(3))
-        return (radio, adapter, discovery)
+        return (adapter, discovery)
     }
 
     @Test @MainActor func withConnectionRunsItsBodyOnTheMainActorItWasCalledFrom() async throws {
-        let (radio, adapter, discovery) = try await Self.seededAdapter()
-        let notes = Notes()
-        let returned = try await adapter.withConnection(to: discovery) { peripheral in
-            MainActor.assertIsolated()
-            let value = try await peripheral.read(SeedCharacteristic.a1)
-            notes.values.append(value)
-            let returned = Notes()
-            returned.values = [value]
-            return returned
+        let radio = SimulatedRadio()
+        // Called on the main actor, the body stays there; what it calls runs on the radio.
+        try await radio.run {
+            let (adapter, discovery) = try await Self.seededAdapter(on: radio)
+            let notes = Notes()
+            let returned = try await adapter.withConnection(to: discovery) { peripheral in
+                MainActor.assertIsolated()
+                let value = try await peripheral.read(SeedCharacteristic.a1)
+                notes.values.append(value)
+                let returned = Notes()
+                returned.values = [value]
+                return returned
+            }
+            #expect(notes.values == [[0x41]])
+            #expect(returned.values == [[0x41]])
+            #expect(radio.openResources.isEmpty)
         }
-        #expect(notes.values == [[0x41]])
-        #expect(returned.values == [[0x41]])
-        #expect(radio.openResources.isEmpty)
     }
 
     @Test func withConnectionRunsItsBodyOnTheCallersActor() async throws {
-        let (radio, adapter, discovery) = try await Self.seededAdapter()
-        let client = Client()
-        let notes = try await client.readA1(on: adapter, from: discovery)
-        #expect(notes.values == [[0x41]])
-        #expect(await client.values == [[0x41]])
-        #expect(radio.openResources.isEmpty)
+        let radio = SimulatedRadio()
+        try await radio.run {
+            let (adapter, discovery) = try await Self.seededAdapter(on: radio)
+            let client = Client()
+            let values = try await client.readA1(on: adapter, from: discovery).values
+            #expect(values == [[0x41]])
+            #expect(await client.values == [[0x41]])
+            #expect(radio.openResources.isEmpty)
+        }
     }
 
     @Test func withGATTServerRunsItsBodyOnTheCallersActorAndClosesTheServer() async throws {
         let radio = SimulatedRadio()
-        let client = Client()
-        let notes = try await client.serve(on: radio.makeAdapter())
-        #expect(notes.values == [[0x41]])
-        let server = try #require(await client.server)
-        #expect(await !server.isOpen)
-        #expect(radio.openResources.isEmpty)
+        try await radio.run {
+            let client = Client()
+            let values = try await client.serve(on: radio.makeAdapter()).values
+            #expect(values == [[0x41]])
+            let server = try #require(await client.server)
+            #expect(await !server.isOpen)
+            #expect(radio.openResources.isEmpty)
+        }
     }
 }

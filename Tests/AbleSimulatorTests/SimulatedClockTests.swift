@@ -1,4 +1,5 @@
 import Able
+import AbleScenarios
 import AbleSimulator
 import AbleTestSupport
 import Testing
@@ -36,49 +37,149 @@ struct SimulatedClockTests {
 
     @Test func anAutomaticClockJumpsToTheNextDeadlineWithoutRealTime() async throws {
         let clock = SimulatedClock()
-        let wall = ContinuousClock.now
-        try await clock.sleep(for: .seconds(3600))
-        #expect(clock.now.offset == .seconds(3600))
-        #expect(ContinuousClock.now - wall < .seconds(30))
+        try await clock.run {
+            let wall = ContinuousClock.now
+            try await clock.sleep(for: .seconds(3600))
+            #expect(clock.now.offset == .seconds(3600))
+            #expect(ContinuousClock.now - wall < .seconds(30))
+        }
+    }
+
+    /// Work that takes real time and no simulated time, as any computation does, and that a
+    /// loaded machine may stall anywhere: a deadline must not fire before it is done, however long
+    /// it takes. A clock that guessed "everything waits" from a quiet spell of yields fired the
+    /// sleeper here while the work was still running on another thread.
+    @Test func anAutomaticClockWaitsForWorkInProgressHoweverLongItTakes() async throws {
+        let clock = SimulatedClock()
+        await clock.run {
+            let progress = Locked(0)
+            let sleeper = Task(executorPreference: clock.executor) { () -> Int in
+                try? await clock.sleep(for: .seconds(1))
+                return progress.value
+            }
+            let worker = Task(executorPreference: clock.executor) {
+                for step in 1...20 {
+                    progress.value = step
+                    await Task.yield()
+                    var hash: UInt64 = 0
+                    for index in 0..<200_000 { hash = hash &* 31 &+ UInt64(index) }
+                    #expect(hash != 1)
+                }
+            }
+            await worker.value
+            #expect(await sleeper.value == 20)
+            #expect(clock.now.offset == .seconds(1))
+        }
+    }
+
+    /// A test written before ``SimulatedClock/run(_:)`` existed: its steps run on the cooperative
+    /// pool, where the clock's executor cannot see them, and a timeout around them must not fire
+    /// between two steps. A clock that fired deadlines whenever its executor was idle timed this
+    /// out before the second read.
+    @Test func outsideRunATimeoutDoesNotFireBetweenTwoSteps() async throws {
+        let radio = SimulatedRadio()
+        radio.addPeripheral(address: "00:00:00:00:00:07", advertisement: Advertisement(localName: "p")) {
+            Service(SeedService.a) {
+                Characteristic(SeedCharacteristic.a1, properties: .read, value: [0x41])
+            }
+        }
+        let peripheral = radio.makeAdapter().peripheral(address: "00:00:00:00:00:07")
+        try await peripheral.connect()
+        let start = radio.clock.now
+        let reads = try await withThrowingTaskGroup(of: Int?.self) { group in
+            group.addTask {
+                try await radio.clock.sleep(for: .seconds(3))
+                return nil
+            }
+            group.addTask {
+                var reads = 0
+                for _ in 0..<50 {
+                    let value = try await peripheral.read(SeedCharacteristic.a1)
+                    if value == [0x41] { reads += 1 }
+                }
+                return reads
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? nil
+        }
+        #expect(reads == 50)
+        #expect(radio.clock.now == start)
+        try await peripheral.disconnect()
+    }
+
+    /// The clock is exact only while a ``SimulatedClock/run(_:)`` body is under way: a sleeper
+    /// that was waiting before the body is fired by the body's executor, and time still moves by
+    /// itself after the body ends.
+    @Test func timeMovesBeforeDuringAndAfterARunBody() async throws {
+        let clock = SimulatedClock()
+        let early = Task { try await clock.sleep(for: .seconds(10)) }
+        try await early.value
+        #expect(clock.now.offset == .seconds(10))
+        try await clock.run {
+            try await clock.sleep(for: .seconds(5))
+            #expect(clock.now.offset == .seconds(15))
+        }
+        try await clock.sleep(for: .seconds(1))
+        #expect(clock.now.offset == .seconds(16))
     }
 
     @Test func aScanSeesAPeripheralOneAdvertisingIntervalAfterItStarts() async throws {
         let radio = SimulatedRadio()
-        radio.addPeripheral(
-            address: "00:00:00:00:00:07", advertisement: Advertisement(localName: "slow"),
-            timing: SimulatedPeripheral.Timing(advertisingInterval: .milliseconds(1280)))
-        let adapter = radio.makeAdapter()
-        let start = radio.clock.now
-        let discovery = try await adapter.scan().first(timeout: .seconds(10))
-        #expect(discovery.name == "slow")
-        #expect(start.duration(to: radio.clock.now) == .milliseconds(1280))
-        #expect(radio.openResources.isEmpty)
+        try await radio.run {
+            radio.addPeripheral(
+                address: "00:00:00:00:00:07", advertisement: Advertisement(localName: "slow"),
+                timing: SimulatedPeripheral.Timing(advertisingInterval: .milliseconds(1280)))
+            let adapter = radio.makeAdapter()
+            let start = radio.clock.now
+            let discovery = try await adapter.scan().first(timeout: .seconds(10))
+            #expect(discovery.name == "slow")
+            #expect(start.duration(to: radio.clock.now) == .milliseconds(1280))
+            #expect(radio.openResources.isEmpty)
+        }
+    }
+
+    /// A discovery that came before `first(timeout:)` was called wins, even over a timeout that
+    /// is up at once: it used to race the timeout's task, and lost when that task ran first (the
+    /// ReadAcrossServices snippet failed so once under ThreadSanitizer on a loaded machine).
+    @Test func aDiscoveryThatCameBeforeFirstWinsOverATimeoutThatIsAlreadyUp() async throws {
+        for _ in 0..<20 {
+            let radio = SimulatedRadio(clock: SimulatedClock(mode: .manual))
+            radio.addPeripheral(address: "00:00:00:00:00:07", advertisement: Advertisement(localName: "early"))
+            let scan = try await radio.makeAdapter().scan()
+            await radio.clock.advance(by: .seconds(1))  // past the advertising interval
+            let discovery = try await scan.first(timeout: .zero)
+            #expect(discovery.name == "early")
+        }
     }
 
     @Test func aScanTimesOutOnTheRadiosClock() async throws {
         let radio = SimulatedRadio()
-        radio.addPeripheral(address: "00:00:00:00:00:07", advertisement: Advertisement(localName: "other"))
-        let adapter = radio.makeAdapter()
-        let wall = ContinuousClock.now
-        let error = await #expect(throws: BluetoothError.self) {
-            try await adapter.scan(ScanFilter(namePrefix: "wanted")).first(timeout: .seconds(120))
+        await radio.run {
+            radio.addPeripheral(address: "00:00:00:00:00:07", advertisement: Advertisement(localName: "other"))
+            let adapter = radio.makeAdapter()
+            let wall = ContinuousClock.now
+            let error = await #expect(throws: BluetoothError.self) {
+                try await adapter.scan(ScanFilter(namePrefix: "wanted")).first(timeout: .seconds(120))
+            }
+            #expect(error?.code == .timeout)
+            #expect(radio.clock.now.offset == .seconds(120))
+            #expect(ContinuousClock.now - wall < .seconds(30))
+            #expect(radio.openResources.isEmpty)
         }
-        #expect(error?.code == .timeout)
-        #expect(radio.clock.now.offset == .seconds(120))
-        #expect(ContinuousClock.now - wall < .seconds(30))
-        #expect(radio.openResources.isEmpty)
     }
 
     @Test func connectingTakesTheConnectionAndResolutionTimes() async throws {
         let radio = SimulatedRadio()
-        radio.addPeripheral(
-            address: "00:00:00:00:00:07", advertisement: Advertisement(localName: "p"),
-            timing: SimulatedPeripheral.Timing(
-                connectionTime: .milliseconds(45), serviceResolutionTime: .milliseconds(5)))
-        let peripheral = radio.makeAdapter().peripheral(address: "00:00:00:00:00:07")
-        try await peripheral.connect()
-        #expect(radio.clock.now.offset == .milliseconds(50))
-        try await peripheral.disconnect()
+        try await radio.run {
+            radio.addPeripheral(
+                address: "00:00:00:00:00:07", advertisement: Advertisement(localName: "p"),
+                timing: SimulatedPeripheral.Timing(
+                    connectionTime: .milliseconds(45), serviceResolutionTime: .milliseconds(5)))
+            let peripheral = radio.makeAdapter().peripheral(address: "00:00:00:00:00:07")
+            try await peripheral.connect()
+            #expect(radio.clock.now.offset == .milliseconds(50))
+            try await peripheral.disconnect()
+        }
     }
 
     @Test func aManualClockTimesAConnectionOutOnlyWhenTheTestAdvancesIt() async throws {

@@ -9,7 +9,8 @@ import Testing
 struct SimulatedScenarioTests {
     @Test(arguments: Scenario.allCases)
     func scenario(_ scenario: Scenario) async throws {
-        try await scenario.run(on: SimulatedScenarioBackend())
+        let backend = SimulatedScenarioBackend()
+        try await backend.radio.run { try await scenario.run(on: backend) }
     }
 }
 

@@ -25,108 +25,120 @@ struct SimulatorTests {
 
     @Test func connectionStatesFollowConnectingResolvingAndLosingTheLink() async throws {
         let radio = SimulatedRadio()
-        let device = seedPeripheral(on: radio)
-        let adapter = radio.makeAdapter()
-        let peripheral = adapter.peripheral(address: Self.peripheralAddress)
-        var states = await peripheral.connectionStates().makeAsyncIterator()
-        #expect(await states.next() == .disconnected(reason: nil))
-        try await peripheral.connect(timeout: .seconds(5))
-        #expect(await states.next() == .connecting)
-        #expect(await states.next() == .connected)
-        device.disconnectAll(reason: "the peripheral went out of range")
-        #expect(await states.next() == .disconnected(reason: "the peripheral went out of range"))
-        try await peripheral.connect(timeout: .seconds(5))
-        #expect(await states.next() == .connecting)
-        #expect(await states.next() == .connected)
-        try await peripheral.disconnect()
-        #expect(await states.next() == .disconnected(reason: nil))
-        #expect(radio.openResources.isEmpty)
+        try await radio.run {
+            let device = seedPeripheral(on: radio)
+            let adapter = radio.makeAdapter()
+            let peripheral = adapter.peripheral(address: Self.peripheralAddress)
+            var states = await peripheral.connectionStates().makeAsyncIterator()
+            #expect(await states.next() == .disconnected(reason: nil))
+            try await peripheral.connect(timeout: .seconds(5))
+            #expect(await states.next() == .connecting)
+            #expect(await states.next() == .connected)
+            device.disconnectAll(reason: "the peripheral went out of range")
+            #expect(await states.next() == .disconnected(reason: "the peripheral went out of range"))
+            try await peripheral.connect(timeout: .seconds(5))
+            #expect(await states.next() == .connecting)
+            #expect(await states.next() == .connected)
+            try await peripheral.disconnect()
+            #expect(await states.next() == .disconnected(reason: nil))
+            #expect(radio.openResources.isEmpty)
+        }
     }
 
     @Test func theSeedScenarioRunsOnTheSimulatorAndLeavesNothingOpen() async throws {
         let radio = SimulatedRadio()
-        let peripheral = seedPeripheral(on: radio)
-        let adapter = radio.makeAdapter()
-        let discovery = try await adapter.scan(ScanFilter(serviceUUIDs: [SeedService.b.uuid])).first(
-            timeout: .seconds(3))
-        #expect(discovery.name == "seed")
-        let values = try await adapter.withConnection(to: discovery) { central in
-            let a1 = try await central.read(SeedCharacteristic.a1)
-            let count = Int(try await central.read(SeedCharacteristic.b1)[0])
-            let stream = try await central.notifications(of: SeedCharacteristic.b2)
-            for value in 10..<20 { peripheral.notify(SeedCharacteristic.b2.uuid, value: [UInt8(value)]) }
-            var received = [a1]
-            for try await value in stream.prefix(count) { received.append(value) }
-            return received
+        try await radio.run {
+            let peripheral = seedPeripheral(on: radio)
+            let adapter = radio.makeAdapter()
+            let discovery = try await adapter.scan(ScanFilter(serviceUUIDs: [SeedService.b.uuid])).first(
+                timeout: .seconds(3))
+            #expect(discovery.name == "seed")
+            let values = try await adapter.withConnection(to: discovery) { central in
+                let a1 = try await central.read(SeedCharacteristic.a1)
+                let count = Int(try await central.read(SeedCharacteristic.b1)[0])
+                let stream = try await central.notifications(of: SeedCharacteristic.b2)
+                for value in 10..<20 { peripheral.notify(SeedCharacteristic.b2.uuid, value: [UInt8(value)]) }
+                var received = [a1]
+                for try await value in stream.prefix(count) { received.append(value) }
+                return received
+            }
+            #expect(values == [[0x41], [10], [11], [12]])
+            #expect(radio.openResources.isEmpty)
         }
-        #expect(values == [[0x41], [10], [11], [12]])
-        #expect(radio.openResources.isEmpty)
     }
 
     @Test func aGATTServerOnOneSimulatedAdapterServesACentralOnAnother() async throws {
         let radio = SimulatedRadio()
-        let serverAdapter = radio.makeAdapter(name: "hci1")
-        let centralAdapter = radio.makeAdapter(name: "hci0")
-        let connections = Locked<[Bool]>([])
-        let server = try await GATTServer.start(on: serverAdapter) {
-            Service(SeedService.a) {
-                Characteristic(SeedCharacteristic.a1, properties: [.read, .notify])
+        try await radio.run {
+            let serverAdapter = radio.makeAdapter(name: "hci1")
+            let centralAdapter = radio.makeAdapter(name: "hci0")
+            let connections = Locked<[Bool]>([])
+            let server = try await GATTServer.start(on: serverAdapter) {
+                Service(SeedService.a) {
+                    Characteristic(SeedCharacteristic.a1, properties: [.read, .notify])
+                }
+                OnRead([SeedCharacteristic.a1.uuid]) { _ in [0x80, 0x00] }
+                OnConnectionStateChange { _, _, isConnected in connections.value.append(isConnected) }
             }
-            OnRead([SeedCharacteristic.a1.uuid]) { _ in [0x80, 0x00] }
-            OnConnectionStateChange { _, _, isConnected in connections.value.append(isConnected) }
+            let advertising = try await serverAdapter.startAdvertising(
+                Advertisement(localName: "psm", serviceUUIDs: [SeedService.a.uuid]))
+            let discovery = try await centralAdapter.scan(ScanFilter(namePrefix: "ps")).first(timeout: .seconds(3))
+            let peripheral = centralAdapter.peripheral(for: discovery)
+            try await peripheral.connect()
+            #expect(try await peripheral.read(SeedCharacteristic.a1) == [0x80, 0x00])
+            let notifications = try await peripheral.notifications(of: SeedCharacteristic.a1)
+            #expect(await server.isSubscribed(SeedCharacteristic.a1.uuid))
+            try await server.notify(SeedCharacteristic.a1, value: [0x81, 0x00])
+            for try await value in notifications.prefix(1) { #expect(value == [0x81, 0x00]) }
+            try await peripheral.disconnect()
+            // The server's handlers run on its own task: let it catch up, in simulated time.
+            try await radio.clock.sleep(for: .milliseconds(1))
+            #expect(connections.value == [true, false])
+            await advertising.stop()
+            await server.close()
+            #expect(radio.openResources.isEmpty)
         }
-        let advertising = try await serverAdapter.startAdvertising(
-            Advertisement(localName: "psm", serviceUUIDs: [SeedService.a.uuid]))
-        let discovery = try await centralAdapter.scan(ScanFilter(namePrefix: "ps")).first(timeout: .seconds(3))
-        let peripheral = centralAdapter.peripheral(for: discovery)
-        try await peripheral.connect()
-        #expect(try await peripheral.read(SeedCharacteristic.a1) == [0x80, 0x00])
-        let notifications = try await peripheral.notifications(of: SeedCharacteristic.a1)
-        #expect(await server.isSubscribed(SeedCharacteristic.a1.uuid))
-        try await server.notify(SeedCharacteristic.a1, value: [0x81, 0x00])
-        for try await value in notifications.prefix(1) { #expect(value == [0x81, 0x00]) }
-        try await peripheral.disconnect()
-        // The server's handlers run on its own task: let it catch up, in simulated time.
-        try await radio.clock.sleep(for: .milliseconds(1))
-        #expect(connections.value == [true, false])
-        await advertising.stop()
-        await server.close()
-        #expect(radio.openResources.isEmpty)
     }
 
     @Test func injectedFaultsSurfaceAsTheErrorsBlueZWouldGive() async throws {
         let radio = SimulatedRadio()
-        let peripheral = seedPeripheral(on: radio)
-        let adapter = radio.makeAdapter()
-        let device = adapter.peripheral(address: Self.peripheralAddress)
-        peripheral.failNextConnection(errorName: "org.bluez.Error.Failed", message: "le-connection-abort-by-local")
-        let error = await #expect(throws: BluetoothError.self) { try await device.connect() }
-        #expect(error?.message == "le-connection-abort-by-local")
-        try await device.connect()
-        let stream = try await device.notifications(of: SeedCharacteristic.b2)
-        peripheral.disconnectAll()
-        let dropped = await #expect(throws: BluetoothError.self) { for try await _ in stream {} }
-        #expect(dropped?.code == .disconnected)
-        #expect(await !device.isConnected)
-        #expect(radio.openResources.isEmpty)
+        try await radio.run {
+            let peripheral = seedPeripheral(on: radio)
+            let adapter = radio.makeAdapter()
+            let device = adapter.peripheral(address: Self.peripheralAddress)
+            peripheral.failNextConnection(errorName: "org.bluez.Error.Failed", message: "le-connection-abort-by-local")
+            let error = await #expect(throws: BluetoothError.self) { try await device.connect() }
+            #expect(error?.message == "le-connection-abort-by-local")
+            try await device.connect()
+            let stream = try await device.notifications(of: SeedCharacteristic.b2)
+            peripheral.disconnectAll()
+            let dropped = await #expect(throws: BluetoothError.self) { for try await _ in stream {} }
+            #expect(dropped?.code == .disconnected)
+            #expect(await !device.isConnected)
+            #expect(radio.openResources.isEmpty)
+        }
     }
 
     @Test func aLeakIsReported() async throws {
         let radio = SimulatedRadio()
-        _ = seedPeripheral(on: radio)
-        let device = radio.makeAdapter().peripheral(address: Self.peripheralAddress)
-        try await device.connect()
-        #expect(radio.openResources.count == 1)
-        try await device.disconnect()
-        #expect(radio.openResources.isEmpty)
+        try await radio.run {
+            _ = seedPeripheral(on: radio)
+            let device = radio.makeAdapter().peripheral(address: Self.peripheralAddress)
+            try await device.connect()
+            #expect(radio.openResources.count == 1)
+            try await device.disconnect()
+            #expect(radio.openResources.isEmpty)
+        }
     }
 
     @Test func aPoweredOffAdapterRefusesToScan() async throws {
         let radio = SimulatedRadio()
-        let adapter = radio.makeAdapter()
-        try await adapter.setPowered(false)
-        #expect(await !adapter.state.isPowered)
-        let error = await #expect(throws: BluetoothError.self) { try await adapter.scan() }
-        #expect(error?.code == .notReady)
+        try await radio.run {
+            let adapter = radio.makeAdapter()
+            try await adapter.setPowered(false)
+            #expect(await !adapter.state.isPowered)
+            let error = await #expect(throws: BluetoothError.self) { try await adapter.scan() }
+            #expect(error?.code == .notReady)
+        }
     }
 }

@@ -1,7 +1,6 @@
 import Able
 import AbleScenarios
 import AbleSimulator
-import AbleTestSupport
 import Testing
 
 /// Every stream follows one rule: cancelling the task that iterates ends the stream, `next()`
@@ -21,22 +20,22 @@ struct StreamCancellationTests {
         var later: Element?
     }
 
-    /// Iterates `stream` in a task, cancels the task once it took its first element, and returns
-    /// what it saw.
+    /// Iterates `stream` in a task on `radio`, cancels the task once it took its first element,
+    /// and returns what it saw.
     func cancelAfterFirst<Stream: AsyncSequence & Sendable>(
-        _ stream: Stream, whenIterating start: () async throws -> Void = {}
+        _ stream: Stream, on radio: SimulatedRadio, whenIterating start: () async throws -> Void = {}
     ) async throws -> Outcome<Stream.Element> where Stream.Element: Sendable {
-        let tookFirst = Locked(false)
-        let consumer = Task {
+        let (tookFirst, signal) = AsyncStream<Void>.makeStream()
+        let consumer = Task(executorPreference: radio.clock.executor) {
             var iterator = stream.makeAsyncIterator()
             let first = try await iterator.next()
-            tookFirst.value = true
+            signal.finish()
             let afterCancellation = try await iterator.next()
             let later = try await iterator.next()
             return Outcome(first: first, afterCancellation: afterCancellation, later: later)
         }
         try await start()
-        try await waitUntil { tookFirst.value }
+        for await _ in tookFirst {}
         consumer.cancel()
         return try await consumer.value
     }
@@ -54,55 +53,63 @@ struct StreamCancellationTests {
 
     @Test func cancellingANotificationConsumerEndsTheStreamAndTheSubscription() async throws {
         let radio = SimulatedRadio()
-        let peripheral = seedPeripheral(on: radio)
-        let adapter = radio.makeAdapter()
-        let device = adapter.peripheral(address: Self.peripheralAddress)
-        try await device.connect()
-        let stream = try await device.notifications(of: SeedCharacteristic.b2)
-        let outcome = try await cancelAfterFirst(stream) {
-            peripheral.notify(SeedCharacteristic.b2.uuid, value: [1])
+        try await radio.run {
+            let peripheral = seedPeripheral(on: radio)
+            let adapter = radio.makeAdapter()
+            let device = adapter.peripheral(address: Self.peripheralAddress)
+            try await device.connect()
+            let stream = try await device.notifications(of: SeedCharacteristic.b2)
+            let outcome = try await cancelAfterFirst(stream, on: radio) {
+                peripheral.notify(SeedCharacteristic.b2.uuid, value: [1])
+            }
+            #expect(outcome.first == [1])
+            #expect(outcome.afterCancellation == nil)
+            #expect(outcome.later == nil)
+            // The stream value is still here: the cancellation alone ended the subscription.
+            #expect(!radio.openResources.contains { $0.hasPrefix("subscription") })
+            withExtendedLifetime(stream) {}
+            try await device.disconnect()
+            #expect(radio.openResources.isEmpty)
         }
-        #expect(outcome.first == [1])
-        #expect(outcome.afterCancellation == nil)
-        #expect(outcome.later == nil)
-        // The stream value is still here: the cancellation alone ended the subscription.
-        #expect(!radio.openResources.contains { $0.hasPrefix("subscription") })
-        withExtendedLifetime(stream) {}
-        try await device.disconnect()
-        #expect(radio.openResources.isEmpty)
     }
 
     @Test func cancellingAScanConsumerEndsTheStreamAndTheScan() async throws {
         let radio = SimulatedRadio()
-        _ = seedPeripheral(on: radio)
-        let adapter = radio.makeAdapter()
-        let scan = try await adapter.scan()
-        // The peripheral is seen one advertising interval after the scan starts.
-        let outcome = try await cancelAfterFirst(scan) { try await radio.clock.sleep(for: .seconds(1)) }
-        #expect(outcome.first?.address == Self.peripheralAddress)
-        #expect(outcome.afterCancellation == nil)
-        #expect(outcome.later == nil)
-        #expect(radio.openResources.isEmpty)
-        withExtendedLifetime(scan) {}
+        try await radio.run {
+            _ = seedPeripheral(on: radio)
+            let adapter = radio.makeAdapter()
+            let scan = try await adapter.scan()
+            // The peripheral is seen one advertising interval after the scan starts.
+            let outcome = try await cancelAfterFirst(scan, on: radio) { try await radio.clock.sleep(for: .seconds(1)) }
+            #expect(outcome.first?.address == Self.peripheralAddress)
+            #expect(outcome.afterCancellation == nil)
+            #expect(outcome.later == nil)
+            #expect(radio.openResources.isEmpty)
+            withExtendedLifetime(scan) {}
+        }
     }
 
     @Test func cancellingAnAdapterStateConsumerEndsTheStream() async throws {
         let radio = SimulatedRadio()
-        let adapter = radio.makeAdapter()
-        let outcome = try await cancelAfterFirst(await adapter.stateChanges())
-        #expect(outcome.first?.isPowered == true)
-        #expect(outcome.afterCancellation == nil)
-        #expect(outcome.later == nil)
+        try await radio.run {
+            let adapter = radio.makeAdapter()
+            let outcome = try await cancelAfterFirst(await adapter.stateChanges(), on: radio)
+            #expect(outcome.first?.isPowered == true)
+            #expect(outcome.afterCancellation == nil)
+            #expect(outcome.later == nil)
+        }
     }
 
     @Test func cancellingAConnectionStateConsumerEndsTheStream() async throws {
         let radio = SimulatedRadio()
-        _ = seedPeripheral(on: radio)
-        let adapter = radio.makeAdapter()
-        let device = adapter.peripheral(address: Self.peripheralAddress)
-        let outcome = try await cancelAfterFirst(await device.connectionStates())
-        #expect(outcome.first == .disconnected(reason: nil))
-        #expect(outcome.afterCancellation == nil)
-        #expect(outcome.later == nil)
+        try await radio.run {
+            _ = seedPeripheral(on: radio)
+            let adapter = radio.makeAdapter()
+            let device = adapter.peripheral(address: Self.peripheralAddress)
+            let outcome = try await cancelAfterFirst(await device.connectionStates(), on: radio)
+            #expect(outcome.first == .disconnected(reason: nil))
+            #expect(outcome.afterCancellation == nil)
+            #expect(outcome.later == nil)
+        }
     }
 }

@@ -312,21 +312,40 @@ struct DeliveryBufferStateMachineTests {
 
     // MARK: Holding
 
-    @Test("A held value counts as untaken until it is released")
+    @Test("A held value is a pending hand-off until it is released; a buffered one nobody waits for is not")
     func holding() {
         var machine = Machine(limit: 10, policy: .dropNewest)
-        #expect(!machine.hasUntakenElements)
+        #expect(!machine.hasPendingHandOff)
         _ = machine.yield(1, inBatch: false)
         _ = machine.yield(2, inBatch: false)
-        #expect(machine.hasUntakenElements)
+        #expect(!machine.hasPendingHandOff)
         #expect(machine.next().element == 1)
         #expect(machine.next(holding: true).element == 2)
         #expect(machine.bufferedCount == 0)
         #expect(machine.heldCount == 1)
-        #expect(machine.hasUntakenElements)
+        #expect(machine.hasPendingHandOff)
         machine.releaseHeld()
         #expect(machine.heldCount == 0)
-        #expect(!machine.hasUntakenElements)
+        #expect(!machine.hasPendingHandOff)
+    }
+
+    @Test("Waking a consumer for a value is a pending hand-off until the consumer asks again")
+    func handingOver() {
+        var machine = Machine(limit: 10, policy: .dropNewest)
+        #expect(isWait(machine.next()))
+        #expect(machine.wait("consumer") == .suspended)
+        #expect(!machine.hasPendingHandOff)
+        _ = machine.yield(1, inBatch: false)
+        #expect(machine.hasPendingHandOff)
+        #expect(machine.next().element == 1)
+        #expect(!machine.hasPendingHandOff)
+        // A batch hands over when it ends, not before.
+        #expect(isWait(machine.next()))
+        #expect(machine.wait("consumer") == .suspended)
+        _ = machine.yield(2, inBatch: true)
+        #expect(!machine.hasPendingHandOff)
+        #expect(machine.endBatch() == "consumer")
+        #expect(machine.hasPendingHandOff)
     }
 }
 

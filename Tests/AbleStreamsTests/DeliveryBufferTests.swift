@@ -127,17 +127,17 @@ struct DeliveryBufferTests {
         #expect(try await consumer.value == 1)
     }
 
-    @Test func aHeldValueCountsAsUntakenUntilReleased() async throws {
+    @Test func aHeldValueCountsAsAPendingHandOffUntilReleased() async throws {
         let buffer = DeliveryBuffer<Int>(limit: 10, policy: .dropNewest)
-        #expect(!buffer.hasUntakenElements)
+        #expect(!buffer.hasPendingHandOff)
         buffer.yield(1)
         buffer.yield(2)
-        #expect(buffer.hasUntakenElements)
+        #expect(!buffer.hasPendingHandOff, "nobody waits for these values")
         #expect(try await buffer.next() == 1)
         #expect(try await buffer.nextHeld() == 2)
         #expect(buffer.bufferedCount == 0)
-        #expect(buffer.hasUntakenElements)
+        #expect(buffer.hasPendingHandOff)
         buffer.releaseHeld()
-        #expect(!buffer.hasUntakenElements)
+        #expect(!buffer.hasPendingHandOff)
     }
 }

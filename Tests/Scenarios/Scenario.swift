@@ -12,6 +12,7 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
     case subscriptionAndConnectionEvents
     case l2capEcho
     case seed002
+    case badInputIsRefusedAtTheSurface
 
     public var testDescription: String { rawValue }
 
@@ -27,6 +28,7 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
             case .subscriptionAndConnectionEvents: try await Self.subscriptionAndConnectionEvents(backend)
             case .l2capEcho: try await Self.l2capEcho(backend)
             case .seed002: try await Self.seed002(backend)
+            case .badInputIsRefusedAtTheSurface: try await Self.badInputIsRefusedAtTheSurface(backend)
             }
         } cleanup: {
             do {

@@ -1,6 +1,6 @@
 public import Able
+import AbleStreams
 import Foundation
-import Synchronization
 import Testing
 
 /// Where the scenarios run: two adapters that see each other, a central and a peripheral, on
@@ -61,7 +61,7 @@ func withCleanup<T>(_ body: () async throws -> T, cleanup: () async -> Void) asy
 
 /// Collects values from handlers running elsewhere.
 final class Recorder<Value: Sendable>: Sendable {
-    private let values = Mutex<[Value]>([])
+    private let values = Lock<[Value]>([])
     func append(_ value: Value) { values.withLock { $0.append(value) } }
     var all: [Value] { values.withLock { $0 } }
 }

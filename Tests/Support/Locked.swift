@@ -1,11 +1,11 @@
-import Synchronization
+import AbleStreams
 
 /// A value shared between a test and the handlers it exports.
 public final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
+    private let mutex: Lock<Value>
 
     public init(_ value: Value) {
-        mutex = Mutex(value)
+        mutex = Lock(value)
     }
 
     public var value: Value {

@@ -82,10 +82,19 @@ public actor Adapter {
 
     /// The adapter with the given name, such as `hci1`.
     ///
-    /// - Throws: ``BluetoothError`` with ``BluetoothError/Code/doesNotExist`` when there is no such
-    ///   adapter, ``BluetoothError/Code/daemonUnavailable`` when BlueZ is not running.
+    /// - Throws: ``BluetoothError`` with ``BluetoothError/Code/invalidArguments`` for a name no
+    ///   adapter can have (empty, or other than letters, digits and `_`), checked before asking
+    ///   BlueZ; ``BluetoothError/Code/doesNotExist`` when there is no such adapter,
+    ///   ``BluetoothError/Code/daemonUnavailable`` when BlueZ is not running.
     public static func named(_ name: String) async throws -> Adapter {
-        try await systemAdapter(named: name)
+        try InputChecks.adapterName(name)
+        return try await systemAdapter(named: name)
+    }
+
+    /// Waits `duration` on the adapter's clock: the wall clock on BlueZ, simulated time on a
+    /// simulated radio.
+    package nonisolated func sleep(for duration: Duration) async throws {
+        try await backend.sleep(for: duration)
     }
 
     /// The adapter's state now.
@@ -117,7 +126,10 @@ public actor Adapter {
     /// Sets the name the adapter shows to others; the empty string restores the system name.
     ///
     /// The corresponding BlueZ property is `org.bluez.Adapter1.Alias`.
+    /// - Throws: ``BluetoothError/Code/valueTooLong`` for a name over the 248 bytes of UTF-8 a
+    ///   controller holds (checked before asking BlueZ), or what BlueZ answered.
     public func setAlias(_ alias: String) async throws {
+        try InputChecks.alias(alias)
         try await backend.set(.alias(alias))
     }
 
@@ -181,10 +193,13 @@ public actor Adapter {
     /// The corresponding BlueZ method is `org.bluez.LEAdvertisingManager1.RegisterAdvertisement`.
     /// - Returns: The running advertisement; call ``AdvertisingSet/stop()`` to end it.
     /// - Throws: ``BluetoothError``: ``BluetoothError/Code/valueTooLong`` when the data does not fit
-    ///   legacy advertising (checked before asking BlueZ), ``BluetoothError/Code/notAvailable`` when
-    ///   the controller has no free advertising instance, or what else BlueZ answered.
+    ///   legacy advertising, ``BluetoothError/Code/invalidArguments`` for an empty name or a
+    ///   timeout or duration that is not above zero (both checked before asking BlueZ),
+    ///   ``BluetoothError/Code/notAvailable`` when the controller has no free advertising
+    ///   instance, or what else BlueZ answered.
     public func startAdvertising(_ advertisement: Advertisement) async throws -> AdvertisingSet {
-        try await backend.startAdvertising(advertisement)
+        try InputChecks.advertisement(advertisement)
+        return try await backend.startAdvertising(advertisement)
     }
 
     /// Starts scanning for devices.

@@ -65,9 +65,11 @@ public actor Peripheral {
     ///   or what BlueZ answered (for example ``BluetoothError/Code/connectionAttemptFailed`` with
     ///   BlueZ's reason such as `le-connection-abort-by-local`). `CancellationError` when the task
     ///   is cancelled. After a timeout or cancellation, Able disconnects so BlueZ stops trying.
+    ///   ``BluetoothError/Code/invalidArguments`` for a negative `timeout`, before asking BlueZ.
     ///
     /// The corresponding BlueZ method is `org.bluez.Device1.Connect`.
     public func connect(timeout: Duration = .seconds(30)) async throws {
+        try InputChecks.timeout(timeout, of: "connecting")
         try await backend.connect(timeout: timeout)
     }
 
@@ -106,8 +108,10 @@ public actor Peripheral {
     /// - Throws: ``BluetoothError``: ``BluetoothError/Code/authenticationFailed``,
     ///   ``BluetoothError/Code/authenticationRejected`` (the agent refused),
     ///   ``BluetoothError/Code/authenticationCanceled``, ``BluetoothError/Code/timeout``, or
-    ///   ``BluetoothError/Code/alreadyExists`` when already paired.
+    ///   ``BluetoothError/Code/alreadyExists`` when already paired;
+    ///   ``BluetoothError/Code/invalidArguments`` for a negative `timeout`, before asking BlueZ.
     public func pair(with agent: PairingAgent = .justWorks, timeout: Duration = .seconds(60)) async throws {
+        try InputChecks.timeout(timeout, of: "pairing")
         try await backend.pair(with: agent, timeout: timeout)
     }
 
@@ -159,8 +163,11 @@ public actor Peripheral {
     ///
     /// The corresponding BlueZ method is `org.bluez.GattCharacteristic1.ReadValue`.
     /// - Throws: ``BluetoothError``, with ``BluetoothError/attError`` set when the peripheral
-    ///   answered with an ATT error; ``BluetoothError/Code/disconnected`` when the link drops.
+    ///   answered with an ATT error; ``BluetoothError/Code/disconnected`` when the link drops;
+    ///   ``BluetoothError/Code/invalidOffset`` for an `offset` outside 0–511, before sending
+    ///   anything.
     public func read(_ identifier: some CharacteristicIdentifier, offset: Int = 0) async throws -> [UInt8] {
+        try InputChecks.readOffset(offset)
         let characteristic = try characteristic(identifier)
         return try await queue.withLock { [backend] in try await backend.read(characteristic, offset: offset) }
     }
@@ -204,9 +211,7 @@ public actor Peripheral {
     ///   otherwise what the peripheral answered.
     public func write(_ value: [UInt8], to identifier: some DescriptorIdentifier) async throws {
         let descriptor = try descriptor(identifier)
-        guard value.count <= 512 else {
-            throw BluetoothError(.valueTooLong, message: "\(value.count) bytes exceed the 512-byte attribute limit")
-        }
+        try InputChecks.attributeValue(value)
         try await queue.withLock { [backend] in try await backend.write(value, to: descriptor) }
     }
 

@@ -71,7 +71,14 @@ public struct ScanStream: AsyncSequence, Sendable {
         // Whichever of the discovery and the timeout happens first claims the result at once,
         // whenever its task gets to finish: on a loaded machine (and on a simulated clock that
         // has moved on) the loser's task may finish first.
-        let winner = LockedValue<Outcome?>(nil)
+        // A discovery that waits in the stream already came before now: it is the first, however
+        // little time is left, and no race with the timeout may lose it.
+        if let discovery = buffer.nextIfBuffered() {
+            // The scan ends as it does when a loop ends: with the end of an iterator.
+            withExtendedLifetime(makeAsyncIterator()) {}
+            return discovery
+        }
+        let winner = Lock<Outcome?>(nil)
         func claim(_ outcome: Outcome) -> Bool {
             winner.withLock { winner in
                 guard winner == nil else { return false }
@@ -92,18 +99,30 @@ public struct ScanStream: AsyncSequence, Sendable {
                 return .timeout
             }
             defer { group.cancelAll() }
-            while let outcome = try await group.next() {
-                switch (outcome, winner.value) {
-                case (.discovery(let discovery?), .discovery?):
-                    // Only now, with the timeout cancelled, is the discovery taken: a simulated
-                    // clock holds time still while a scan holds a discovery not taken.
-                    group.cancelAll()
-                    buffer.releaseHeld()
-                    return discovery
-                case (.discovery(nil), _), (.timeout, .timeout?): break  // the scan ended, or time is up
-                default: continue  // the loser finished first: wait for the winner
+            do {
+                while let outcome = try await group.next() {
+                    switch (outcome, winner.withLock { $0 }) {
+                    case (.discovery(let discovery?), .discovery?):
+                        // Only now, with the timeout cancelled, is the discovery taken: a simulated
+                        // clock holds time still while a scan holds a discovery not taken.
+                        group.cancelAll()
+                        buffer.releaseHeld()
+                        return discovery
+                    case (.discovery(_?), .timeout?):
+                        buffer.releaseHeld()  // taken too late: the timeout won
+                        continue
+                    case (.discovery(nil), _), (.timeout, .timeout?): break  // the scan ended, or time is up
+                    default: continue  // the loser finished first: wait for the winner
+                    }
+                    break
                 }
-                break
+            } catch {
+                // Cancelled (or the scan failed): a discovery taken meanwhile is let go too.
+                group.cancelAll()
+                while let outcome = try? await group.next() {
+                    if case .discovery(_?) = outcome { buffer.releaseHeld() }
+                }
+                throw error
             }
             throw BluetoothError(.timeout, message: "no device matched the scan within \(timeout)")
         }

@@ -5,5 +5,5 @@
 /// A cancelled task's own calls fail at once (AbleDBus throws `CancellationError` before sending
 /// anything), so the clean-up must not run in it. The new task keeps the caller's priority.
 package func runEvenIfCancelled<T: Sendable>(_ cleanUp: @escaping @Sendable () async -> T) async -> T {
-    await Task { await cleanUp() }.value
+    await Task.inheritingExecutor { await cleanUp() }.value
 }

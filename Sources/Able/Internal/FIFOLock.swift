@@ -1,3 +1,5 @@
+import AbleStreams
+
 /// An async lock that admits its holders one at a time, in the order they asked.
 ///
 /// Actors interleave at every `await`, and BlueZ answers `InProgress` to overlapping operations
@@ -15,7 +17,7 @@ package final class FIFOLock: Sendable {
 
     // Each continuation is resumed exactly once: whoever takes its waiter out of the state under
     // the lock resumes it. That is why an unchecked continuation is enough.
-    private let state = LockedValue(FIFOLockStateMachine<Waiter>())
+    private let state = Lock(FIFOLockStateMachine<Waiter>())
 
     package init() {}
 
@@ -78,7 +80,7 @@ package final class FIFOLock: Sendable {
         case .task(let continuation):
             continuation.resume()
         case .job(let operation):
-            Task {
+            Task.inheritingExecutor { [self] in
                 await operation()
                 unlock()
             }

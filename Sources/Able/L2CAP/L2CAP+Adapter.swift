@@ -47,7 +47,9 @@ extension Adapter {
         receiveMTU: Int? = nil,
         watermarks: L2CAPPacketStream.Watermarks = .default
     ) async throws -> L2CAPListener {
-        try await backend.listenL2CAP(
+        try InputChecks.listeningPSM(psm)
+        try InputChecks.receiveMTU(receiveMTU)
+        return try await backend.listenL2CAP(
             psm: psm, L2CAPOptions(security: security, receiveMTU: receiveMTU, watermarks: watermarks))
     }
 }
@@ -76,6 +78,8 @@ extension Peripheral {
     /// - Throws: ``BluetoothError``: ``BluetoothError/Code/connectionAttemptFailed`` when nothing
     ///   listens on `psm`, ``BluetoothError/Code/timeout`` after `timeout`,
     ///   ``BluetoothError/Code/notPermitted`` when the peripheral demands more security;
+    ///   ``BluetoothError/Code/invalidArguments`` for ``PSM/automatic``, a PSM outside the LE
+    ///   ranges, an MTU out of range or a negative timeout, before opening a socket;
     ///   `CancellationError` when the task is cancelled.
     public func openL2CAPChannel(
         psm: PSM,
@@ -84,7 +88,10 @@ extension Peripheral {
         watermarks: L2CAPPacketStream.Watermarks = .default,
         timeout: Duration = .seconds(30)
     ) async throws -> L2CAPChannel {
-        try await backend.openL2CAPChannel(
+        try InputChecks.peerPSM(psm)
+        try InputChecks.receiveMTU(receiveMTU)
+        try InputChecks.timeout(timeout, of: "opening a channel")
+        return try await backend.openL2CAPChannel(
             psm: psm, L2CAPOptions(security: security, receiveMTU: receiveMTU, watermarks: watermarks),
             timeout: timeout)
     }

@@ -1,3 +1,5 @@
+import AbleStreams
+
 /// What the adapter advertises, and how.
 ///
 /// BlueZ builds the advertising data from these fields; on controllers with legacy advertising
@@ -94,8 +96,8 @@ public actor AdvertisingSet {
 
 /// Set when BlueZ releases an advertisement.
 package final class ReleaseFlag: Sendable {
-    private let flag = LockedValue(false)
+    private let flag = Lock(false)
     package init() {}
-    package var value: Bool { flag.value }
-    package func set() { flag.value = true }
+    package var value: Bool { flag.withLock { $0 } }
+    package func set() { flag.withLock { $0 = true } }
 }

@@ -1,4 +1,4 @@
-import Synchronization
+import AbleStreams
 
 /// A local GATT server: the services of a ``GATTServerDefinition``, served through the adapter,
 /// with the definition's handlers answering centrals.
@@ -31,7 +31,7 @@ public actor GATTServer {
     package let backend: any GATTServerBackend
     private var state = State.open
     /// Which characteristics have subscribers, as the backend reports it.
-    private let subscriptions = LockedValue<[AttributeID: Bool]>([:])
+    private let subscriptions = Lock<[AttributeID: Bool]>([:])
     private var eventTask: Task<Void, Never>?
     private var eventContinuation: AsyncStream<Event>.Continuation?
 
@@ -77,7 +77,7 @@ public actor GATTServer {
                 subscriptions.withLock { $0[id] = isSubscribed }
                 continuation.yield(.subscription(central, core.characteristic(id).uuid, isSubscribed))
             })
-        eventTask = Task { [weak self] in
+        eventTask = Task.inheritingExecutor { [weak self] in
             for await event in events {
                 guard let self else { return }
                 switch event {
@@ -118,7 +118,11 @@ public actor GATTServer {
     }
 
     /// Sets the value a characteristic serves, without telling anyone.
+    ///
+    /// - Throws: ``BluetoothError``: ``BluetoothError/Code/valueTooLong`` for a value over 512
+    ///   bytes; ``BluetoothError/Code/doesNotExist`` when the server has no such characteristic.
     public func setValue(_ value: [UInt8], of uuid: BluetoothUUID) throws {
+        try InputChecks.attributeValue(value)
         for id in try characteristics(uuid) { core.store(value, for: id) }
     }
 
@@ -126,7 +130,8 @@ public actor GATTServer {
     ///
     /// The corresponding BlueZ mechanism is `PropertiesChanged` of the characteristic's `Value`.
     /// - Throws: ``BluetoothError``: ``BluetoothError/Code/notSupported`` when the characteristic
-    ///   does not notify; ``BluetoothError/Code/notAvailable`` when the server is closed.
+    ///   does not notify; ``BluetoothError/Code/notAvailable`` when the server is closed;
+    ///   ``BluetoothError/Code/valueTooLong`` for a value over 512 bytes, before sending anything.
     public func notify(_ uuid: BluetoothUUID, value: [UInt8]) async throws {
         try await send(value, of: uuid, property: .notify)
     }
@@ -134,8 +139,11 @@ public actor GATTServer {
     /// Sets a characteristic's value, indicates it to subscribed centrals, and returns once a
     /// central confirmed it.
     ///
-    /// - Throws: ``BluetoothError/Code/timeout`` when no confirmation comes within `timeout`.
+    /// - Throws: ``BluetoothError/Code/timeout`` when no confirmation comes within `timeout`;
+    ///   ``BluetoothError/Code/invalidArguments`` for a negative `timeout` and
+    ///   ``BluetoothError/Code/valueTooLong`` for a value over 512 bytes, before sending anything.
     public func indicate(_ uuid: BluetoothUUID, value: [UInt8], timeout: Duration = .seconds(30)) async throws {
+        try InputChecks.timeout(timeout, of: "an indication")
         try await send(value, of: uuid, property: .indicate, timeout: timeout)
     }
 
@@ -155,9 +163,7 @@ public actor GATTServer {
         _ value: [UInt8], of uuid: BluetoothUUID, property: CharacteristicProperties, timeout: Duration = .seconds(30)
     ) async throws {
         guard state == .open else { throw BluetoothError(.notAvailable, message: "the GATT server is closed") }
-        guard value.count <= GATTServerCore.maximumValueLength else {
-            throw BluetoothError(.valueTooLong, message: "\(value.count) bytes exceed the 512-byte attribute limit")
-        }
+        try InputChecks.attributeValue(value)
         for id in try characteristics(uuid) {
             guard core.characteristic(id).properties.contains(property) else {
                 throw BluetoothError(

@@ -1,4 +1,4 @@
-import Synchronization
+import AbleStreams
 
 /// Where an attribute sits in a definition: service, characteristic, and descriptor (if any).
 package struct AttributeID: Hashable, Sendable {
@@ -20,7 +20,7 @@ package final class GATTServerCore: Sendable {
     static let maximumValueLength = 512
 
     package let definition: GATTServerDefinition
-    private let values: Mutex<[AttributeID: [UInt8]]>
+    private let values: Lock<[AttributeID: [UInt8]]>
 
     package init(definition: GATTServerDefinition) {
         self.definition = definition
@@ -34,7 +34,7 @@ package final class GATTServerCore: Sendable {
                 }
             }
         }
-        self.values = Mutex(values)
+        self.values = Lock(values)
     }
 
     func characteristic(_ id: AttributeID) -> Characteristic {

@@ -66,7 +66,15 @@ public struct GATTServerDefinition: Sendable {
                 if characteristic.value.count > 512 {
                     problems.append("characteristic \(characteristic.uuid) starts with more than 512 bytes")
                 }
+                var ownDescriptorUUIDs = Set<BluetoothUUID>()
                 for descriptor in characteristic.descriptors {
+                    if !ownDescriptorUUIDs.insert(descriptor.uuid).inserted {
+                        problems.append(
+                            "descriptor \(descriptor.uuid) is declared twice in characteristic \(characteristic.uuid)")
+                    }
+                    if descriptor.value.count > InputChecks.maximumAttributeLength {
+                        problems.append("descriptor \(descriptor.uuid) starts with more than 512 bytes")
+                    }
                     if descriptor.uuid == .clientCharacteristicConfiguration {
                         problems.append("characteristic \(characteristic.uuid) declares a CCCD: BlueZ provides it")
                     }

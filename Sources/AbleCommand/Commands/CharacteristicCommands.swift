@@ -15,7 +15,7 @@ struct CharacteristicTarget: Sendable {
     var timeout: Duration
 
     init(_ arguments: ParsedArguments) throws(UsageError) {
-        adapter = arguments.string("adapter")
+        adapter = try arguments.adapterName()
         address = try arguments.address(arguments.positionals[0])
         uuid = try arguments.uuid(arguments.positionals[1], "characteristic")
         service = try arguments.string("service").map { text throws(UsageError) in try arguments.uuid(text, "service") }
@@ -86,6 +86,10 @@ struct WriteCommand: Command {
                 throw UsageError("VALUE '\(text)' is not hex (use 0a1b or 0a:1b, or --text)")
             }
             value = bytes
+        }
+        guard value.count <= InputChecks.maximumAttributeLength else {
+            throw UsageError(
+                "VALUE has \(value.count) bytes; a characteristic holds \(InputChecks.maximumAttributeLength) at most")
         }
         type = arguments.flag("without-response") ? .withoutResponse : .withResponse
     }

@@ -1,5 +1,5 @@
 import Able
-import Synchronization
+import AbleSimulator
 
 /// `able demo`: the seed scenario end to end, with a timed transcript.
 ///
@@ -33,8 +33,8 @@ struct DemoCommand: Command {
     var timeout: Duration
 
     init(_ arguments: ParsedArguments) throws(UsageError) {
-        let server = arguments.string("server")
-        let central = arguments.string("central")
+        let server = try arguments.adapterName("server")
+        let central = try arguments.adapterName("central")
         if arguments.flag("bluez") || server != nil || central != nil {
             bluez = (server ?? "hci1", central ?? "hci0")
             guard bluez?.server != bluez?.central else {
@@ -50,21 +50,33 @@ struct DemoCommand: Command {
         let serverAdapter: Adapter
         let centralAdapter: Adapter
         var openResources: (@Sendable () -> [String])?
+        var clock: SimulatedClock?
         if let bluez {
             serverAdapter = try await context.adapter(bluez.server)
             centralAdapter = try await context.adapter(bluez.central)
             transcript.say("demo", "real BlueZ: server on \(serverAdapter.name), central on \(centralAdapter.name)")
         } else {
             let simulated = context.simulatedPair()
-            (serverAdapter, centralAdapter, openResources) = (
-                simulated.server, simulated.central, simulated.openResources
+            (serverAdapter, centralAdapter, openResources, clock) = (
+                simulated.server, simulated.central, simulated.openResources, simulated.clock
             )
             transcript.say(
                 "demo", "simulated radio: server on \(serverAdapter.name), central on \(centralAdapter.name)")
         }
-        try await Self.scenario(
-            server: serverAdapter, central: centralAdapter, notifications: UInt8(notifications), timeout: timeout,
-            transcript: transcript)
+        let notifications = UInt8(notifications)
+        let timeout = timeout
+        if let clock {
+            // On the simulated radio's executor, so that its clock sees every step of the scenario.
+            try await clock.run {
+                try await Self.scenario(
+                    server: serverAdapter, central: centralAdapter, notifications: notifications, timeout: timeout,
+                    transcript: transcript)
+            }
+        } else {
+            try await Self.scenario(
+                server: serverAdapter, central: centralAdapter, notifications: notifications, timeout: timeout,
+                transcript: transcript)
+        }
         if let openResources {
             let open = openResources()
             guard open.isEmpty else {
@@ -82,7 +94,7 @@ struct DemoCommand: Command {
     ) async throws {
         let listener = try await serverAdapter.listenL2CAP()
         transcript.say("server", "L2CAP listening on \(listener.psm)")
-        let echoes = Task { try await echo(listener.channels, transcript: transcript) }
+        let echoes = Task.inheritingExecutor { try await echo(listener.channels, transcript: transcript) }
         defer { echoes.cancel() }
         let server = try await GATTServer.start(
             on: serverAdapter, definition: definition(psm: listener.psm, count: notifications, transcript: transcript))

@@ -20,7 +20,7 @@ struct InfoCommand: Command {
     var readValues: Bool
 
     init(_ arguments: ParsedArguments) throws(UsageError) {
-        adapter = arguments.string("adapter")
+        adapter = try arguments.adapterName()
         address = try arguments.positional(0).map { text throws(UsageError) in try arguments.address(text) }
         timeout = try arguments.seconds("timeout", default: .seconds(30))
         readValues = arguments.flag("read")

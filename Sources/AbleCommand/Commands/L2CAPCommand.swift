@@ -29,7 +29,7 @@ struct L2CAPCommand: Command {
     var timeout: Duration
 
     init(_ arguments: ParsedArguments) throws(UsageError) {
-        adapter = arguments.string("adapter")
+        adapter = try arguments.adapterName()
         timeout = try arguments.seconds("timeout", default: .seconds(30))
         switch arguments.positionals[0] {
         case "listen":

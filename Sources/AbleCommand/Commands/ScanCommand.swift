@@ -23,7 +23,7 @@ struct ScanCommand: Command {
     var count: Int?
 
     init(_ arguments: ParsedArguments) throws(UsageError) {
-        adapter = arguments.string("adapter")
+        adapter = try arguments.adapterName()
         timeout = try arguments.seconds("timeout", default: .seconds(10))
         var services: [BluetoothUUID] = []
         for text in arguments.strings("service") { services.append(try arguments.uuid(text, "service")) }
@@ -40,7 +40,7 @@ struct ScanCommand: Command {
         console.progress("scanning on \(adapter.name) for \(timeout.seconds) s (Ctrl-C to stop)…")
         let limit = count
         let counter = Counter()
-        _ = try await withTimeLimit(timeout) {
+        _ = try await withTimeLimit(timeout, sleep: adapter.sleep(for:)) {
             for try await discovery in scan {
                 console.result(Self.describe(discovery), json: Self.json(discovery))
                 let total = counter.increment()

@@ -29,8 +29,9 @@ struct ServeCommand: Command {
     var duration: Duration?
 
     init(_ arguments: ParsedArguments) throws(UsageError) {
-        adapter = arguments.string("adapter")
+        adapter = try arguments.adapterName()
         name = arguments.string("name") ?? "able"
+        guard !name.isEmpty else { throw UsageError("--name cannot be empty") }
         guard name.utf8.count <= 20 else { throw UsageError("--name must fit an advertisement: 20 bytes at most") }
         interval = try arguments.seconds("interval", default: .seconds(1))
         duration = arguments.string("duration") == nil ? nil : try arguments.seconds("duration", default: .zero)
@@ -52,10 +53,11 @@ struct ServeCommand: Command {
             "serving on \(adapter.name) as \"\(name)\"" + (duration == nil ? " (Ctrl-C to stop)" : ""),
             json: .object([("event", "serving"), ("adapter", .string(adapter.name)), ("name", .string(name))]))
         let interval = self.interval
-        _ = try? await withTimeLimit(duration ?? .seconds(86_400 * 365)) {
+        // The adapter's clock: a simulated adapter serves for simulated time.
+        _ = try? await withTimeLimit(duration ?? .seconds(86_400 * 365), sleep: adapter.sleep(for:)) {
             var level: UInt8 = 100
             while true {
-                try await Task.sleep(for: interval)
+                try await adapter.sleep(for: interval)
                 level = level > 1 ? level - 1 : 100
                 try? await server.setValue([level], of: .batteryLevel)
                 if await server.isSubscribed(.batteryLevel) {

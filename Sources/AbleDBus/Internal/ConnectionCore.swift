@@ -22,7 +22,7 @@ final class ConnectionCore: @unchecked Sendable {
     private let batch = DeliveryBatch()
     /// libdbus's watch for reading the socket, while it has one.
     private var readWatch: OpaquePointer?
-    private var coalescing = ReadCoalescing()
+    private var coalescing: ReadCoalescing
     private var coalescingTimer: DispatchSourceTimer?
     /// The header fields of recent signals and method calls, reused by the next messages that
     /// repeat them.
@@ -69,10 +69,14 @@ final class ConnectionCore: @unchecked Sendable {
         }
     }
 
-    init(raw: OpaquePointer, queue: DispatchQueue, log: @escaping @Sendable (String) -> Void) {
+    init(
+        raw: OpaquePointer, queue: DispatchQueue, log: @escaping @Sendable (String) -> Void,
+        readCoalescing: ReadCoalescing = ReadCoalescing()
+    ) {
         self.raw = raw
         self.queue = queue
         self.log = log
+        self.coalescing = readCoalescing
         queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
     }
 
@@ -244,7 +248,8 @@ final class ConnectionCore: @unchecked Sendable {
                 coalescingTimer = timer
                 return timer
             }()
-        timer.schedule(deadline: .now() + ReadCoalescing.interval, leeway: ReadCoalescing.leeway)
+        timer.schedule(
+            deadline: .now() + .nanoseconds(Int(coalescing.nanoseconds)), leeway: ReadCoalescing.leeway)
     }
 
     private static func bytesAvailable(on descriptor: Int32) -> Int32 {

@@ -1,4 +1,4 @@
-import Synchronization
+import AbleStreams
 
 /// Hands signals to a closure, decoded or read in place, until finished.
 final class HandlerReceiver: SignalReceiver {
@@ -8,11 +8,11 @@ final class HandlerReceiver: SignalReceiver {
     }
 
     private let handler: Handler
-    private let onEnd: Mutex<(@Sendable ((any Error)?) -> Void)?>
+    private let onEnd: Lock<(@Sendable ((any Error)?) -> Void)?>
 
     init(handler: Handler, onEnd: @escaping @Sendable ((any Error)?) -> Void) {
         self.handler = handler
-        self.onEnd = Mutex(onEnd)
+        self.onEnd = Lock(onEnd)
     }
 
     var readsInPlace: Bool {

@@ -1,4 +1,4 @@
-import Synchronization
+import AbleStreams
 
 /// The continuation of one method call awaiting its reply, resumed exactly once: by the reply,
 /// by cancellation, by the connection's loss, or by libdbus freeing the call. (The state below
@@ -11,7 +11,7 @@ final class PendingReply: Sendable {
         case finished
     }
 
-    private let state = Mutex(State.idle)
+    private let state = Lock(State.idle)
 
     /// Installs the continuation; returns `false` (and resumes it with `CancellationError`) when
     /// the call was cancelled first.

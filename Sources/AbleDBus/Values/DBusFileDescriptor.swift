@@ -1,4 +1,4 @@
-import Synchronization
+import AbleStreams
 
 #if canImport(Glibc)
     import Glibc
@@ -13,11 +13,11 @@ import Synchronization
 /// to this object goes away, so none leaks. When sending, libdbus duplicates the descriptor;
 /// the object keeps its own.
 public final class DBusFileDescriptor: Hashable, Sendable, CustomStringConvertible {
-    private let state: Mutex<Int32?>
+    private let state: Lock<Int32?>
 
     /// Wraps `descriptor`; this object closes it unless it is taken.
     public init(owning descriptor: Int32) {
-        state = Mutex(descriptor)
+        state = Lock(descriptor)
     }
 
     /// The descriptor, or `nil` once taken.

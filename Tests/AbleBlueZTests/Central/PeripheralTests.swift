@@ -45,7 +45,7 @@ struct PeripheralTests {
     @Test(arguments: [false, true])
     func connectingWaitsForResolvedServicesEvenWhenConnectedIsNotAnnounced(announced: Bool) async throws {
         try await withDevice(announcesConnected: announced) { _, _, _, peripheral in
-            try await peripheral.connect(timeout: .seconds(5))
+            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
             #expect(await peripheral.isConnected)
             let services = try await peripheral.services()
             #expect(services.map(\.uuid) == [SeedService.a.uuid, SeedService.b.uuid])
@@ -57,7 +57,7 @@ struct PeripheralTests {
 
     @Test func readsAndWritesGoThroughTypedIdentifiers() async throws {
         try await withDevice { _, device, _, peripheral in
-            try await peripheral.connect(timeout: .seconds(5))
+            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
             #expect(try await peripheral.read(SeedCharacteristic.a1) == [0x41])
             try await peripheral.write([1, 2, 3], to: SeedCharacteristic.a1)
             try await peripheral.write([4], to: SeedCharacteristic.a1, type: .withoutResponse)
@@ -75,7 +75,7 @@ struct PeripheralTests {
 
     @Test func aWriteLongerThanTheLinkAllowsIsRefusedBeforeItIsSent() async throws {
         try await withDevice { _, device, _, peripheral in
-            try await peripheral.connect(timeout: .seconds(5))
+            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
             let error = await #expect(throws: BluetoothError.self) {
                 try await peripheral.write(
                     Array(repeating: 0, count: 21), to: SeedCharacteristic.a1, type: .withoutResponse)
@@ -91,7 +91,7 @@ struct PeripheralTests {
 
     @Test func unknownCharacteristicsAreReportedByName() async throws {
         try await withDevice { _, _, _, peripheral in
-            try await peripheral.connect(timeout: .seconds(5))
+            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
             let missing = CharacteristicID(.batteryLevel, service: SeedService.a.uuid)
             let error = await #expect(throws: BluetoothError.self) { try await peripheral.read(missing) }
             #expect(error?.code == .doesNotExist)
@@ -100,7 +100,7 @@ struct PeripheralTests {
 
     @Test func notificationsShareOneSubscriptionAndStopWithTheLastConsumer() async throws {
         try await withDevice { _, device, _, peripheral in
-            try await peripheral.connect(timeout: .seconds(5))
+            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
             let first = try await peripheral.notifications(of: SeedCharacteristic.b2)
             let second = try await peripheral.notifications(of: SeedCharacteristic.b2)
             #expect(device.calls.value.filter { $0.hasPrefix("StartNotify") }.count == 1)
@@ -119,7 +119,7 @@ struct PeripheralTests {
 
     @Test func aDisconnectEndsNotificationStreamsWithAnError() async throws {
         try await withDevice { _, device, _, peripheral in
-            try await peripheral.connect(timeout: .seconds(5))
+            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
             let values = try await peripheral.notifications(of: SeedCharacteristic.b2)
             await device.disconnect()
             let error = await #expect(throws: BluetoothError.self) { for try await _ in values {} }
@@ -136,7 +136,7 @@ struct PeripheralTests {
         let system = try await BlueZSystem.open(on: connection)
         let adapter = Adapter(backend: try await BlueZAdapterBackend.open(name: "hci0", system: system))
         let peripheral = adapter.peripheral(address: BluetoothAddress(Self.address)!)
-        try await peripheral.connect(timeout: .seconds(5))
+        try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
         let values = try await peripheral.notifications(of: SeedCharacteristic.b2)
         var iterator = values.makeAsyncIterator()
         device.notify(1, 1, [7])
@@ -149,7 +149,7 @@ struct PeripheralTests {
     @Test(arguments: [true, false])
     func anUnlikelyErrorIsADisconnectOnlyWhenTheLinkDrops(linkDrops: Bool) async throws {
         try await withDevice { _, device, _, peripheral in
-            try await peripheral.connect(timeout: .seconds(5))
+            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
             device.readFailure.value = ("org.bluez.Error.Failed", "Operation failed with ATT error: 0x0e", linkDrops)
             let error = await #expect(throws: BluetoothError.self) { try await peripheral.read(SeedCharacteristic.a1) }
             if linkDrops {
@@ -168,7 +168,7 @@ struct PeripheralTests {
         try await withDevice { _, device, _, peripheral in
             device.connectFailure.value = ("org.bluez.Error.Failed", "le-connection-abort-by-local")
             let error = await #expect(throws: BluetoothError.self) {
-                try await peripheral.connect(timeout: .seconds(5))
+                try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
             }
             #expect(error?.errorName == "org.bluez.Error.Failed")
             #expect(error?.message == "le-connection-abort-by-local")
@@ -200,7 +200,7 @@ struct PeripheralTests {
 
     @Test func aSubscriptionCancelledWhileStartNotifyIsUnansweredIsStoppedInBlueZ() async throws {
         try await withDevice { _, device, _, peripheral in
-            try await peripheral.connect(timeout: .seconds(5))
+            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
             device.startNotifyDelay.value = .seconds(2)
             let subscribing = Task { try await peripheral.notifications(of: SeedCharacteristic.b2) }
             try await waitUntil { device.calls.value.contains { $0.hasPrefix("StartNotify") } }
@@ -216,9 +216,10 @@ struct PeripheralTests {
         try await withDevice { fake, device, adapter, _ in
             let scan = try await adapter.scan(ScanFilter(serviceUUIDs: [SeedService.a.uuid]))
             fake.report(Self.address, rssi: -45)
-            let discovery = try await scan.first(timeout: .seconds(3))
+            let discovery = try await scan.first(timeout: .seconds(3).allowingForSanitizers)
             let task = Task {
-                try await adapter.withConnection(to: discovery, timeout: .seconds(3)) { peripheral in
+                try await adapter.withConnection(to: discovery, timeout: .seconds(3).allowingForSanitizers) {
+                    peripheral in
                     for try await _ in try await peripheral.notifications(of: SeedCharacteristic.b2) {}
                 }
             }
@@ -241,8 +242,9 @@ struct PeripheralTests {
             let scan = try await adapter.scan(ScanFilter(serviceUUIDs: [SeedService.a.uuid, SeedService.b.uuid]))
             try await fake.addDevice("00:11:22:33:44:66", name: "other", uuids: [])
             fake.report(Self.address, rssi: -45)
-            let discovery = try await scan.first(timeout: .seconds(3))
-            let values = try await adapter.withConnection(to: discovery, timeout: .seconds(3)) { peripheral in
+            let discovery = try await scan.first(timeout: .seconds(3).allowingForSanitizers)
+            let values = try await adapter.withConnection(to: discovery, timeout: .seconds(3).allowingForSanitizers) {
+                peripheral in
                 let a1 = try await peripheral.read(SeedCharacteristic.a1)
                 let count = Int(try await peripheral.read(SeedCharacteristic.b1)[0])
                 var received: [[UInt8]] = [a1]

@@ -1,5 +1,5 @@
+import AbleStreams
 import Foundation
-import Synchronization
 import Testing
 
 /// The fixture `gatt-central.py`: a GATT central written with python3-dbus, which the test
@@ -58,7 +58,7 @@ final class ForeignCentral: Sendable {
     /// Where the script's standard error goes.
     let errorPath: String
     /// Bytes read after the last complete line.
-    private let pending = Mutex<[UInt8]>([])
+    private let pending = Lock<[UInt8]>([])
 
     private init(pid: pid_t, input: Int32, output: Int32, errorPath: String) {
         self.pid = pid

@@ -1,6 +1,7 @@
 import Able
 import AbleBlueZ
 import AbleDBus
+import AbleStreams
 import Foundation
 import Synchronization
 import Testing
@@ -174,7 +175,7 @@ func staysFalse(for duration: Duration, _ condition: () async throws -> Bool) as
 
 /// What handlers saw, in order, shared between them and the test.
 final class Recorder<Element: Sendable>: Sendable {
-    private let elements = Mutex<[Element]>([])
+    private let elements = Lock<[Element]>([])
 
     func append(_ element: Element) { elements.withLock { $0.append(element) } }
 

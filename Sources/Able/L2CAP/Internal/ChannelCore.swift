@@ -1,3 +1,4 @@
+import AbleStreams
 import Dispatch
 import Synchronization
 
@@ -27,7 +28,7 @@ package final class ChannelCore: @unchecked Sendable {
     let packets: WatermarkBuffer<[UInt8]>
 
     private let receiver: PacketReceiver
-    private let sending = Mutex(SendStateMachine<SendWaiter>())
+    private let sending = Lock(SendStateMachine<SendWaiter>())
     private let readSource: any DispatchSourceRead
     private let writeSource: any DispatchSourceWrite
 

@@ -1,5 +1,5 @@
+import AbleStreams
 package import Dispatch
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -21,7 +21,7 @@ package final class PendingConnect: Sendable {
     private let socket: CInt
     private let operations: SocketOperations
     private let describe: @Sendable (Errno) -> BluetoothError
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let writeSource: SendableSource
     private let timer: SendableSource
 

@@ -1,4 +1,4 @@
-import Synchronization
+import AbleStreams
 
 /// The storage of a stream fed by a dispatch source: a ``WatermarkBufferStateMachine`` behind a
 /// mutex, the consumer's continuation, and the switch that pauses and resumes the producer.
@@ -17,7 +17,7 @@ package final class WatermarkBuffer<Element: Sendable>: Sendable {
         var afterFetch: (@Sendable () -> Void)?
     }
 
-    private let state: Mutex<State>
+    private let state: Lock<State>
     private let pauseProducer: @Sendable () -> Void
     private let resumeProducer: @Sendable () -> Void
     private let fetch: (@Sendable () -> Element?)?
@@ -41,7 +41,7 @@ package final class WatermarkBuffer<Element: Sendable>: Sendable {
         fetch: (@Sendable () -> Element?)? = nil,
         consumerCancelled: @escaping @Sendable () -> Void = {}
     ) {
-        self.state = Mutex(State(machine: Machine(watermarks: watermarks)))
+        self.state = Lock(State(machine: Machine(watermarks: watermarks)))
         self.pauseProducer = pauseProducer
         self.resumeProducer = resumeProducer
         self.fetch = fetch

@@ -1,7 +1,7 @@
 import Able
+import AbleStreams
 import CBluetooth
 import Foundation
-import Synchronization
 
 @testable import AbleBlueZ
 
@@ -45,12 +45,12 @@ final class FakeL2CAPKernel: Sendable {
         var listening: CInt?
     }
 
-    private let state: Mutex<State>
+    private let state: Lock<State>
     /// The abstract AF_UNIX address that stands in for the listening PSM.
     let listenPath = "able-l2cap-test-\(UUID().uuidString)"
 
     init(_ configuration: Configuration = Configuration()) {
-        state = Mutex(State(configuration: configuration))
+        state = Lock(State(configuration: configuration))
     }
 
     deinit {

@@ -1,5 +1,5 @@
+import AbleStreams
 import Foundation
-import Synchronization
 
 @testable import Able
 
@@ -27,7 +27,7 @@ final class FaultInjection: Sendable {
         var receiveCalls = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Lock(State())
 
     /// Makes the next `send` calls fail, in order.
     func failSends(_ faults: Fault...) {

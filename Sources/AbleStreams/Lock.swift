@@ -1,0 +1,58 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A value behind a lock: the one lock type of the whole package.
+///
+/// Its API is `Synchronization.Mutex`'s (`withLock`, `withLockIfAvailable`), but it is built on
+/// a `pthread_mutex_t`, which ThreadSanitizer sees: on Linux `Mutex` is a futex that
+/// ThreadSanitizer does not know, so it reports every value a `Mutex` guards correctly as a
+/// race. Every lock in Able is a `Lock`, so that choosing another primitive is a change to this
+/// file alone.
+///
+/// The mutex and the value live on the heap, where they never move. The lock is not
+/// recursive: calling `withLock` again from inside the body deadlocks.
+package final class Lock<Value>: @unchecked Sendable {
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    // The lock gives the value a region of its own, as `Mutex` does: only its holder reaches it.
+    nonisolated(unsafe) private let value: UnsafeMutablePointer<Value>
+
+    /// A lock guarding `initialValue`.
+    package init(_ initialValue: consuming sending Value) {
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        let status = pthread_mutex_init(mutex, nil)
+        precondition(status == 0, "pthread_mutex_init failed: \(status)")
+        value = .allocate(capacity: 1)
+        value.initialize(to: initialValue)
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deinitialize(count: 1)
+        mutex.deallocate()
+        value.deinitialize(count: 1)
+        value.deallocate()
+    }
+
+    /// Runs `body` with exclusive access to the value, waiting for the lock first.
+    package func withLock<Result: ~Copyable, E: Error>(
+        _ body: (inout sending Value) throws(E) -> sending Result
+    ) throws(E) -> sending Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&value.pointee)
+    }
+
+    /// Runs `body` with exclusive access to the value if the lock is free; returns `nil` at once
+    /// when another thread holds it.
+    package func withLockIfAvailable<Result: ~Copyable, E: Error>(
+        _ body: (inout sending Value) throws(E) -> sending Result
+    ) throws(E) -> sending Result? {
+        guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&value.pointee)
+    }
+}
