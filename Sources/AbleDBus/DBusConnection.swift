@@ -286,6 +286,11 @@ public actor DBusConnection {
     /// for tests and benchmarks.
     package var readCoalescing: (isActive: Bool, ticks: Int) { core.readCoalescing }
 
+    /// What the connection holds for its users now: calls awaiting a reply (each with a waiting
+    /// continuation), signal subscribers, and well-known names whose owner it follows. For tests
+    /// that check that nothing leaks.
+    package var resourceCounts: (pendingCalls: Int, subscribers: Int, trackedNames: Int) { core.resourceCounts }
+
     private func subscribe(_ rule: DBusMatchRule, _ receiver: HandlerReceiver) async throws -> DBusSignalSubscription {
         let end = try await addSubscription(rule, receiver: receiver)
         return DBusSignalSubscription {

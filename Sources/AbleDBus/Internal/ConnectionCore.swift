@@ -200,6 +200,11 @@ final class ConnectionCore: @unchecked Sendable {
 
     // MARK: - Read coalescing (see ReadCoalescing)
 
+    /// How many calls await replies, subscribers are registered and well-known names are followed.
+    var resourceCounts: (pendingCalls: Int, subscribers: Int, trackedNames: Int) {
+        (pendingCalls.count, subscribers.count, trackedNames.count)
+    }
+
     /// Whether the socket is read on ticks now, and how many ticks read something.
     var readCoalescing: (isActive: Bool, ticks: Int) { (coalescing.isActive, coalescing.ticks) }
 
