@@ -35,7 +35,7 @@ let package = Package(
         ),
         .target(name: "AbleTestSupport", dependencies: ["AbleDBus"], path: "Tests/Support"),
         .target(name: "AbleScenarios", dependencies: ["Able"], path: "Tests/Scenarios"),
-        .testTarget(name: "AbleDBusTests", dependencies: ["AbleDBus", "AbleTestSupport"]),
+        .testTarget(name: "AbleDBusTests", dependencies: ["AbleDBus", "AbleTestSupport", "CDBus"]),
         .testTarget(name: "AbleStreamsTests", dependencies: ["AbleStreams", "AbleTestSupport"]),
         .testTarget(name: "AbleTests", dependencies: ["Able", "AbleTestSupport"]),
         .testTarget(

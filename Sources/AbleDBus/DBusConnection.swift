@@ -165,6 +165,9 @@ public actor DBusConnection {
     /// - Throws: A ``DBusError`` carrying the peer's error name and message for an error reply;
     ///   one named ``DBusError/Name/noReply`` when `timeout` elapses; ``DBusError/Name/disconnected``
     ///   when the connection is lost; ``DBusError/Name/invalidArgs`` for arguments that cannot be sent;
+    ///   ``DBusError/Name/accessDenied`` when the reply comes from another connection than the one
+    ///   the call went to (its unique name, or the owner of a well-known name whose owner this
+    ///   connection follows), which a bus that routes unrequested replies allows;
     ///   `CancellationError` at once when the calling task is cancelled (a late reply is dropped).
     public func call(
         destination: String?, path: DBusObjectPath, interface: String, method: String,
