@@ -35,7 +35,7 @@ let package = Package(
         ),
         .target(name: "AbleTestSupport", dependencies: ["AbleDBus", "AbleStreams"], path: "Tests/Support"),
         .target(name: "AbleScenarios", dependencies: ["Able", "AbleStreams"], path: "Tests/Scenarios"),
-        .testTarget(name: "AbleDBusTests", dependencies: ["AbleDBus", "AbleStreams", "AbleTestSupport"]),
+        .testTarget(name: "AbleDBusTests", dependencies: ["AbleDBus", "AbleStreams", "AbleTestSupport", "CDBus"]),
         .testTarget(name: "AbleStreamsTests", dependencies: ["AbleStreams", "AbleTestSupport"]),
         .testTarget(name: "AbleTests", dependencies: ["Able", "AbleStreams", "AbleTestSupport"]),
         .testTarget(
@@ -62,4 +62,31 @@ for target in package.targets where target.type != .system {
             .enableUpcomingFeature("InternalImportsByDefault"),
             .enableUpcomingFeature("MemberImportVisibility"),
         ]
+}
+
+// Fuzz targets (Scripts/fuzz): declared only when ABLE_FUZZ is set, so that `swift build` and
+// `swift test` never see them. Scripts/fuzz builds them in their own scratch directory with every
+// Swift target instrumented for libFuzzer and AddressSanitizer.
+if Context.environment["ABLE_FUZZ"] != nil {
+    let fuzzFlags: [SwiftSetting] = [.unsafeFlags(["-sanitize=fuzzer,address"])]
+    for target in package.targets where target.type != .system {
+        target.swiftSettings = (target.swiftSettings ?? []) + fuzzFlags
+    }
+    let fuzzers: [(name: String, dependencies: [Target.Dependency])] = [
+        ("FuzzDBusMessage", ["AbleDBus", "CDBus"]),
+        ("FuzzObjectTree", ["Able", "AbleBlueZ", "AbleDBus", "CDBus"]),
+        ("FuzzValues", ["Able", "AbleBlueZ"]),
+        ("FuzzL2CAP", ["Able", "AbleBlueZ"]),
+    ]
+    for fuzzer in fuzzers {
+        package.targets.append(
+            .executableTarget(
+                name: fuzzer.name, dependencies: fuzzer.dependencies, path: "Fuzz/\(fuzzer.name)",
+                swiftSettings: [
+                    .unsafeFlags(["-sanitize=fuzzer,address", "-parse-as-library"]),
+                    .enableUpcomingFeature("InternalImportsByDefault"),
+                    .enableUpcomingFeature("MemberImportVisibility"),
+                ],
+                linkerSettings: [.unsafeFlags(["-sanitize=fuzzer,address", "-use-ld=lld"])]))
+    }
 }

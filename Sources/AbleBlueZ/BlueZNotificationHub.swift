@@ -82,6 +82,9 @@ final class BlueZNotificationHub: Sendable {
                         throwing: BluetoothError(
                             .daemonUnavailable, message: "the bus connection was lost", cause: error))
                 })
+            // Followed from before StartNotify, so that the characteristic or its device going
+            // away while BlueZ answers is seen too.
+            let changes = system.tree.changes()
             do {
                 _ = try await system.call(characteristic, BlueZPeripheralBackend.characteristic, "StartNotify")
             } catch {
@@ -92,15 +95,22 @@ final class BlueZNotificationHub: Sendable {
                 await system.callEvenIfCancelled(characteristic, BlueZPeripheralBackend.characteristic, "StopNotify")
                 throw error
             }
-            let watcher = Task { [changes = system.tree.changes()] in
-                for await change in changes {
-                    guard case .propertiesChanged(device, BlueZPeripheralBackend.device, let changed, _) = change,
-                        (try? changed.decode("Connected", as: Bool.self)) == false
-                    else {
+            let watcher = Task { [tree = system.tree] in
+                // Gone already (removed while StartNotify was answered, before any value), or when
+                // BlueZ says so.
+                let isGone =
+                    tree.interfaces(at: characteristic) == nil
+                    || (try? tree.properties(of: BlueZPeripheralBackend.device, at: device)?.decode(
+                        "Connected", as: Bool.self)) == false
+                if !isGone {
+                    for await change in changes {
                         if case .interfacesRemoved(characteristic, _) = change { break }
-                        continue
+                        if case .propertiesChanged(device, BlueZPeripheralBackend.device, let changed, _) = change,
+                            (try? changed.decode("Connected", as: Bool.self)) == false
+                        {
+                            break
+                        }
                     }
-                    break
                 }
                 guard !Task.isCancelled else { return }
                 fanout.finishAll(throwing: BluetoothError(.disconnected, message: "the peripheral disconnected"))

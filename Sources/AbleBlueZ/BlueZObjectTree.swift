@@ -146,6 +146,12 @@ final class BlueZObjectTree: Sendable {
         }
     }
 
+    /// How many listeners follow the tree's changes (each is a task of Able's) and how many
+    /// characteristics have a value receiver: for tests that check that nothing leaks.
+    var resourceCounts: (listeners: Int, valueReceivers: Int) {
+        (state.withLock { $0.listeners.count }, valueReceivers.withLock { $0.count })
+    }
+
     /// Every object now.
     var objects: [DBusObjectPath: Interfaces] { state.withLock { $0.objects } }
 

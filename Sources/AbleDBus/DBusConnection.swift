@@ -176,6 +176,9 @@ public actor DBusConnection {
     /// - Throws: A ``DBusError`` carrying the peer's error name and message for an error reply;
     ///   one named ``DBusError/Name/noReply`` when `timeout` elapses; ``DBusError/Name/disconnected``
     ///   when the connection is lost; ``DBusError/Name/invalidArgs`` for arguments that cannot be sent;
+    ///   ``DBusError/Name/accessDenied`` when the reply comes from another connection than the one
+    ///   the call went to (its unique name, or the owner of a well-known name whose owner this
+    ///   connection follows), which a bus that routes unrequested replies allows;
     ///   `CancellationError` at once when the calling task is cancelled (a late reply is dropped).
     public func call(
         destination: String?, path: DBusObjectPath, interface: String, method: String,
@@ -296,6 +299,11 @@ public actor DBusConnection {
     /// (see `ReadCoalescing`), and how many such timed reads brought something since it opened:
     /// for tests and benchmarks.
     package var readCoalescing: (isActive: Bool, ticks: Int) { core.readCoalescing }
+
+    /// What the connection holds for its users now: calls awaiting a reply (each with a waiting
+    /// continuation), signal subscribers, and well-known names whose owner it follows. For tests
+    /// that check that nothing leaks.
+    package var resourceCounts: (pendingCalls: Int, subscribers: Int, trackedNames: Int) { core.resourceCounts }
 
     private func subscribe(_ rule: DBusMatchRule, _ receiver: HandlerReceiver) async throws -> DBusSignalSubscription {
         let end = try await addSubscription(rule, receiver: receiver)

@@ -36,6 +36,10 @@ struct RemoteAttributeIDTests {
             "/org/bluez/hci0/dev_00_AA_01_01_00_01/char000a", "/org/bluez/hci0/dev_00_AA_01_01_00_01/service0a",
             "/org/bluez/hci0/dev_00_AA_01_01_00_01/servicexyzw",
             "/org/bluez/hci0/dev_00_AA_01_01_00_01/service000a/char000b/desc000c/desc000d",
+            // Found by Scripts/fuzz (FuzzValues): BlueZ prints lowercase digits, and an uppercase
+            // spelling parsed to an identity whose path was another object's.
+            "/org/bluez/hci0/dev_00_AA_01_01_00_01/service0001/charD002",
+            "/org/bluez/hci0/dev_00_AA_01_01_00_01/serviceABCD",
         ]
     )
     func foreignPaths(path: String) throws {

@@ -17,8 +17,11 @@ extension RemoteAttributeID {
         guard (1...Self.kinds.count).contains(names.count) else { return nil }
         var handles: [UInt16] = []
         for (name, kind) in zip(names, Self.kinds) {
-            guard name.hasPrefix(kind), name.count == kind.count + 4,
-                let handle = Hex.parse(name.dropFirst(kind.count).utf8, as: UInt16.self)
+            // Four lowercase digits, as BlueZ prints them: another spelling would name another
+            // path than the one rebuilt from the handle.
+            let digits = name.utf8.dropFirst(kind.count)
+            guard name.hasPrefix(kind), digits.count == 4, !digits.contains(where: { (0x41...0x46).contains($0) }),
+                let handle = Hex.parse(digits, as: UInt16.self)
             else { return nil }
             handles.append(handle)
         }

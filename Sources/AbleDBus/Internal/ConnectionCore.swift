@@ -29,7 +29,15 @@ final class ConnectionCore: @unchecked Sendable {
     var headerStrings = RecentStrings(capacity: 16)
 
     // Calls awaiting replies, by their DBusPendingCall.
-    private var pendingCalls: [ObjectIdentifier: (pending: OpaquePointer, reply: PendingReply)] = [:]
+    /// `sender` is whom the reply must come from: see `expectedSender(of:)`.
+    private var pendingCalls:
+        [ObjectIdentifier: (pending: OpaquePointer, reply: PendingReply, sender: ExpectedSender?)] = [:]
+
+    /// The destination of a call and the unique name that owned it when the call was sent.
+    struct ExpectedSender {
+        var destination: String
+        var owner: String
+    }
 
     // Signal subscribers.
     private var nextSubscriberID: UInt64 = 0
@@ -164,7 +172,7 @@ final class ConnectionCore: @unchecked Sendable {
         closedError = error
         let calls = pendingCalls
         pendingCalls.removeAll()
-        for (pending, reply) in calls.values {
+        for (pending, reply, _) in calls.values {
             reply.resume(with: .failure(error))
             dbus_pending_call_cancel(pending)
             dbus_pending_call_unref(pending)
@@ -203,6 +211,11 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     // MARK: - Read coalescing (see ReadCoalescing)
+
+    /// How many calls await replies, subscribers are registered and well-known names are followed.
+    var resourceCounts: (pendingCalls: Int, subscribers: Int, trackedNames: Int) {
+        (pendingCalls.count, subscribers.count, trackedNames.count)
+    }
 
     /// Whether the socket is read on ticks now, and how many ticks read something.
     var readCoalescing: (isActive: Bool, ticks: Int) { (coalescing.isActive, coalescing.ticks) }
@@ -359,7 +372,7 @@ final class ConnectionCore: @unchecked Sendable {
             reply.resume(with: .failure(DBusError(.disconnected, "the connection is closed")))
             return
         }
-        pendingCalls[ObjectIdentifier(reply)] = (pending, reply)
+        pendingCalls[ObjectIdentifier(reply)] = (pending, reply, expectedSender(of: message))
         // Its reply is read as soon as it is there.
         stopCoalescing()
         let context = Unmanaged.passRetained(CallContext(core: self, reply: reply)).toOpaque()
@@ -389,10 +402,15 @@ final class ConnectionCore: @unchecked Sendable {
 
     /// Called by libdbus on the queue when a reply (or libdbus's own timeout error) is in.
     private func complete(_ pending: OpaquePointer, reply: PendingReply) {
-        guard pendingCalls.removeValue(forKey: ObjectIdentifier(reply)) != nil else { return }
+        guard let call = pendingCalls.removeValue(forKey: ObjectIdentifier(reply)) else { return }
         let result: Result<[DBusValue], any Error>
         if let message = dbus_pending_call_steal_reply(pending) {
-            result = Self.decodeReply(message)
+            if let refusal = refusal(of: message, expectedSender: call.sender) {
+                log(refusal.message)
+                result = .failure(refusal)
+            } else {
+                result = Self.decodeReply(message)
+            }
             dbus_message_unref(message)
         } else {
             result = .failure(DBusError(.noReply, "no reply arrived"))
@@ -406,6 +424,32 @@ final class ConnectionCore: @unchecked Sendable {
         guard let pending = pendingCalls.removeValue(forKey: ObjectIdentifier(reply))?.pending else { return }
         dbus_pending_call_cancel(pending)
         dbus_pending_call_unref(pending)
+    }
+
+    /// Whom a call's reply must come from: its destination when that is a unique name, or the
+    /// owner this connection follows for a well-known one; `nil` when that is not known.
+    private func expectedSender(of call: OpaquePointer) -> ExpectedSender? {
+        guard let destination = dbus_message_get_destination(call).map({ headerStrings.string($0) }) else {
+            return nil
+        }
+        let owner = destination.hasPrefix(":") ? destination : trackedNames[destination]?.owner
+        return owner.map { ExpectedSender(destination: destination, owner: $0) }
+    }
+
+    /// An error when `reply` came from another connection than the call went to, which libdbus,
+    /// matching replies by serial alone, does not check: on a bus that routes unrequested replies
+    /// (dbus-daemon's `send_requested_reply`), any process could answer in the callee's place.
+    /// Replies libdbus makes itself (a timeout) carry no sender; the bus daemon's own (the callee
+    /// is gone) come from `org.freedesktop.DBus`; a well-known name may have changed owners
+    /// since the call was sent.
+    private func refusal(of reply: OpaquePointer, expectedSender expected: ExpectedSender?) -> DBusError? {
+        guard let expected, let sender = dbus_message_get_sender(reply).map({ headerStrings.string($0) }),
+            sender != expected.owner, sender != "org.freedesktop.DBus",
+            sender != trackedNames[expected.destination]?.owner
+        else { return nil }
+        return DBusError(
+            .accessDenied,
+            "a reply from \(sender) was refused: the call to \(expected.destination) went to \(expected.owner)")
     }
 
     static func decodeReply(_ message: OpaquePointer) -> Result<[DBusValue], any Error> {

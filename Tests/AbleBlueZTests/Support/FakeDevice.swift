@@ -38,6 +38,10 @@ final class FakeDevice: Sendable {
     let readFailure = Locked<(name: String, message: String, thenDisconnect: Bool)?>(nil)
     /// Makes `StartNotify` answer only this long after it is called (it counts as called at once).
     let startNotifyDelay = Locked<Duration>(.zero)
+    /// Makes `Connect` answer only once this is cleared (it counts as called at once).
+    let connectHangs = Locked(false)
+    /// Makes `StartNotify` remove its characteristic (`InterfacesRemoved`) before it answers.
+    let removesCharacteristicOnStartNotify = Locked(false)
 
     init(
         path: DBusObjectPath, connection: DBusConnection, services: [Service], announcesConnected: Bool,
@@ -119,6 +123,7 @@ final class FakeDevice: Sendable {
 
     private func connect() async throws {
         calls.value.append("Connect")
+        while connectHangs.value { try await Task.sleep(for: .milliseconds(20)) }
         if let (name, message) = connectFailure.value { throw DBusError(DBusError.Name(rawValue: name), message) }
         set("Connected", .boolean(true), announce: announcesConnected)
         guard !neverResolves.value else { return }
@@ -177,6 +182,9 @@ final class FakeDevice: Sendable {
                         },
                         DBusMethod("StartNotify") { _ in
                             calls.value.append("StartNotify:\(path.lastElement)")
+                            if device.removesCharacteristicOnStartNotify.value {
+                                await device.connection.unexport(path)
+                            }
                             try await Task.sleep(for: device.startNotifyDelay.value)
                             return []
                         },
@@ -222,7 +230,7 @@ final class FakeDevice: Sendable {
                 }
                 await connection.unexport(characteristic)
             }
-            await connection.unexport(DBusObjectPath(rawValue: path.rawValue + "/service\(serviceIndex)")!)
+            await connection.unexport(servicePath(serviceIndex))
         }
         set("ServicesResolved", .boolean(false))
         set("Connected", .boolean(false))
