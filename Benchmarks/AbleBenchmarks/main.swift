@@ -40,7 +40,7 @@ let commands: [Command] = [
         try await runL2CAP(
             size: integer(a[0]), count: integer(a[1]), warmup: integer(a[2]), placement: placement(a[3]))
     },
-    Command(name: "event-floor", arguments: ["N", "dispatch|poll"]) { a in
+    Command(name: "event-floor", arguments: ["N", "dispatch|loop|poll"]) { a in
         try runEventFloor(count: integer(a[0]), mode: a[1])
     },
     Command(name: "sim-cycle", arguments: ["N", "WARMUP"]) { a in

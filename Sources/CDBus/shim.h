@@ -3,6 +3,11 @@
 
 #include <dbus/dbus.h>
 
+// AbleDBus's event loop waits in epoll_wait and is woken through an eventfd; Glibc's module
+// map leaves both headers out.
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+
 // libdbus's type codes are cast macros, which Swift does not import: re-export them.
 static const int ABLE_DBUS_TYPE_INVALID = DBUS_TYPE_INVALID;
 static const int ABLE_DBUS_TYPE_BYTE = DBUS_TYPE_BYTE;
