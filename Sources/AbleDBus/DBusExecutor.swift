@@ -32,7 +32,7 @@ import Synchronization
 ///   reads, writes or dispatches.
 public final class DBusExecutor: SerialExecutor, TaskExecutor, @unchecked Sendable {
     /// The loop that connections use unless they are given another.
-    public static let shared = DBusExecutor()
+    public static let shared = DBusExecutor(threadName: "able.dbus")
 
     /// What other threads hand to the loop, under the lock.
     private struct Inbox {
@@ -51,6 +51,7 @@ public final class DBusExecutor: SerialExecutor, TaskExecutor, @unchecked Sendab
         case closure(() -> Void)
     }
 
+    private let threadName: String
     private let inbox = Mutex(Inbox())
     /// The loop thread's `pthread_t` while it runs, else 0.
     private let loopThread = Atomic<UInt>(0)
@@ -62,7 +63,14 @@ public final class DBusExecutor: SerialExecutor, TaskExecutor, @unchecked Sendab
     private var retiredWatches: [LoopWatch] = []
 
     /// Creates an event loop of its own, for connections that should not share ``shared``.
-    public init() {
+    public convenience init() {
+        self.init(threadName: "able.dbus.own")
+    }
+
+    /// Creates an event loop whose thread bears `threadName` (what `/proc/self/task/*/comm` and
+    /// debuggers show; 15 bytes at most).
+    package init(threadName: String) {
+        self.threadName = threadName
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         wakeDescriptor = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         precondition(epoll >= 0 && wakeDescriptor >= 0, "AbleDBus: no epoll or eventfd descriptor (errno \(errno))")
@@ -94,7 +102,7 @@ public final class DBusExecutor: SerialExecutor, TaskExecutor, @unchecked Sendab
     }
 
     /// Whether the caller runs on the loop's thread.
-    var isOnLoop: Bool {
+    package var isOnLoop: Bool {
         loopThread.load(ordering: .relaxed) == UInt(pthread_self())
     }
 
@@ -165,6 +173,7 @@ public final class DBusExecutor: SerialExecutor, TaskExecutor, @unchecked Sendab
 
     private func run() {
         loopThread.store(UInt(pthread_self()), ordering: .relaxed)
+        _ = able_name_this_thread(threadName)
         let serial = asUnownedSerialExecutor()
         let task = asUnownedTaskExecutor()
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: Int(Self.eventCapacity))

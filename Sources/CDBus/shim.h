@@ -7,6 +7,12 @@
 // map leaves both headers out.
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
+
+// Names the calling thread (at most 15 bytes show); prctl is variadic, which Swift does not import.
+static inline int able_name_this_thread(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
+}
 
 // libdbus's type codes are cast macros, which Swift does not import: re-export them.
 static const int ABLE_DBUS_TYPE_INVALID = DBUS_TYPE_INVALID;
