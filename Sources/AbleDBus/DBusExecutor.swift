@@ -188,6 +188,8 @@ public final class DBusExecutor: SerialExecutor, TaskExecutor, @unchecked Sendab
                     return .runJobs
                 }
                 if inbox.clients == 0 {
+                    // Under the lock: a thread started by the next submit stores its own.
+                    loopThread.store(0, ordering: .relaxed)
                     inbox.threadRunning = false
                     return .exit
                 }
@@ -197,7 +199,6 @@ public final class DBusExecutor: SerialExecutor, TaskExecutor, @unchecked Sendab
             let timeout: Int32
             switch next {
             case .exit:
-                loopThread.store(0, ordering: .relaxed)
                 return
             case .runJobs:
                 for work in batch {

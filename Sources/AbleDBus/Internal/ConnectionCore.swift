@@ -19,6 +19,8 @@ final class ConnectionCore: @unchecked Sendable {
     private var timeouts: [OpaquePointer: UInt64] = [:]
     private var timer: LoopTimer?
     private var dispatchScheduled = false
+    /// Whether a watch's handler is inside `dbus_watch_handle`, and so dispatches right after it.
+    private var handlingWatch = false
     private let batch = DeliveryBatch()
     /// The header fields of recent signals and method calls, reused by the next messages that
     /// repeat them.
@@ -181,7 +183,9 @@ final class ConnectionCore: @unchecked Sendable {
             var handled = watched
             if events & EPOLLERR.rawValue != 0 { handled |= DBUS_WATCH_ERROR.rawValue }
             if events & EPOLLHUP.rawValue != 0 { handled |= DBUS_WATCH_HANGUP.rawValue }
+            handlingWatch = true
             dbus_watch_handle(watch, handled)
+            handlingWatch = false
             dispatchAll()
         }
         guard let loopWatch else {
@@ -250,7 +254,7 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     func scheduleDispatch() {
-        guard !dispatchScheduled else { return }
+        guard !dispatchScheduled, !handlingWatch else { return }
         dispatchScheduled = true
         loop.execute { [self] in
             dispatchScheduled = false
