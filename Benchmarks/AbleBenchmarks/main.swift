@@ -33,6 +33,9 @@ let commands: [Command] = [
     Command(name: "central-notifications", arguments: ["ADDRESS", "N"]) { a in
         try await runCentralNotifications(address: a[0], count: integer(a[1]))
     },
+    Command(name: "central-notifications-on-loop", arguments: ["ADDRESS", "N"]) { a in
+        try await runCentralNotifications(address: a[0], count: integer(a[1]), onLoop: true)
+    },
     Command(name: "server-readvalue", arguments: ["ADDRESS", "N", "WARMUP"]) { a in
         try await runServerReadValue(address: a[0], count: integer(a[1]), warmup: integer(a[2]))
     },

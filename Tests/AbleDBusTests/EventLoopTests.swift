@@ -37,8 +37,8 @@ struct EventLoopTests {
         let loop = DBusExecutor(threadName: name)
         #expect(Self.threads(named: name) == 0)
         let bus = try PrivateBus()
-        let server = try await DBusConnection.connect(to: .address(bus.address), executor: loop, log: { _ in })
-        let client = try await DBusConnection.connect(to: .address(bus.address), executor: loop, log: { _ in })
+        let server = try await bus.connect(executor: loop)
+        let client = try await bus.connect(executor: loop)
         try await server.export([EchoService.interfaceDeclaration()], at: EchoService.path)
         let reply = try await EchoService.call(client, on: server, "Echo", [.variant(.string("hi"))])
         #expect(reply == [.variant(.string("hi"))])
@@ -48,7 +48,7 @@ struct EventLoopTests {
         await client.close()
         try await waitUntil { Self.threads(named: name) == 0 }
         // A connection afterwards starts it again.
-        let again = try await DBusConnection.connect(to: .address(bus.address), executor: loop, log: { _ in })
+        let again = try await bus.connect(executor: loop)
         _ = try await again.nameOwner(of: "org.freedesktop.DBus")
         #expect(Self.threads(named: name) == 1)
         await again.close()
@@ -61,7 +61,7 @@ struct EventLoopTests {
         let bus = try PrivateBus()
         let server = try await bus.connect()
         try await server.export([EchoService.interfaceDeclaration()], at: EchoService.path)
-        let client = try await DBusConnection.connect(to: .address(bus.address), executor: loop, log: { _ in })
+        let client = try await bus.connect(executor: loop)
         let stream = try await client.signals(matching: DBusMatchRule(interface: "org.example.Ticker"))
         let streamTask = Task { for try await _ in stream {} }
         let calls = (0..<20).map { _ in
@@ -82,7 +82,7 @@ struct EventLoopTests {
         let name = Self.uniqueName()
         let loop = DBusExecutor(threadName: name)
         let bus = try PrivateBus()
-        let client = try await DBusConnection.connect(to: .address(bus.address), executor: loop, log: { _ in })
+        let client = try await bus.connect(executor: loop)
         let stream = try await client.signals(matching: DBusMatchRule(interface: "org.example.Ticker"))
         let streamTask = Task { for try await _ in stream {} }
         #expect(Self.threads(named: name) == 1)
@@ -164,8 +164,7 @@ struct EventLoopTests {
         var connections: [DBusConnection] = []
         for name in names {
             connections.append(
-                try await DBusConnection.connect(
-                    to: .address(bus.address), executor: DBusExecutor(threadName: name), log: { _ in }))
+                try await bus.connect(executor: DBusExecutor(threadName: name)))
         }
         for (connection, name) in zip(connections, names) {
             _ = try await connection.nameOwner(of: "org.freedesktop.DBus")

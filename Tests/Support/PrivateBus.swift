@@ -72,16 +72,17 @@ public final class PrivateBus: Sendable {
         return "/usr/bin/dbus-daemon"
     }()
 
-    public func connect() async throws -> DBusConnection {
+    /// Connects to the bus, on `executor` (by default the event loop all connections share).
+    public func connect(executor: DBusExecutor = .shared) async throws -> DBusConnection {
         // The socket exists a moment before the daemon listens on it.
         for _ in 0..<100 {
             do {
-                return try await DBusConnection.connect(to: .address(address), log: { _ in })
+                return try await DBusConnection.connect(to: .address(address), executor: executor, log: { _ in })
             } catch let error as DBusError where error.name.rawValue == "org.freedesktop.DBus.Error.NoServer" {
                 try await Task.sleep(for: .milliseconds(20))
             }
         }
-        return try await DBusConnection.connect(to: .address(address), log: { _ in })
+        return try await DBusConnection.connect(to: .address(address), executor: executor, log: { _ in })
     }
 
     /// Kills the daemon at once, as a crash would.
