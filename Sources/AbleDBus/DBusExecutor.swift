@@ -282,10 +282,13 @@ public final class DBusExecutor: SerialExecutor, TaskExecutor, @unchecked Sendab
         watch.isRegistered = enabled
     }
 
-    /// Stops `watch` for good; it is released after the current turn.
+    /// Stops `watch` for good and closes its duplicate descriptor at once (the peer must see a
+    /// closed socket as soon as its owner closes it); the object itself lives until the end of the
+    /// turn, for events of this turn that still name it.
     func remove(_ watch: LoopWatch) {
         setEnabled(watch, false)
         watch.isRemoved = true
+        watch.closeDescriptor()
         retiredWatches.append(watch)
     }
 
@@ -328,7 +331,7 @@ public final class DBusExecutor: SerialExecutor, TaskExecutor, @unchecked Sendab
 /// reading and one for writing the same socket) are two registrations with `epoll`, and so that
 /// a descriptor closed and reused by its owner never meets a stale registration.
 final class LoopWatch {
-    let descriptor: Int32
+    private(set) var descriptor: Int32
     /// `EPOLLIN` or `EPOLLOUT`.
     let events: UInt32
     /// Called with the `epoll` events that came.
@@ -344,8 +347,14 @@ final class LoopWatch {
         self.handle = handle
     }
 
-    deinit {
+    func closeDescriptor() {
+        guard descriptor >= 0 else { return }
         close(descriptor)
+        descriptor = -1
+    }
+
+    deinit {
+        closeDescriptor()
     }
 }
 
