@@ -1,3 +1,4 @@
+import AbleDBus
 import Dispatch
 
 #if canImport(Glibc)
@@ -6,8 +7,10 @@ import Dispatch
 
 /// What one readiness event of a socket costs before any D-Bus work: a ping-pong of 8 bytes over
 /// an AF_UNIX socketpair with a peer thread that echoes them (blocking read and write), driven
-/// either by a `DispatchSource` read source on a serial queue (as AbleDBus drives libdbus's watch,
-/// per DESIGN.md) or by `poll(2)` in a loop (as libdbus's blocking calls in the C reference do).
+/// by a `DispatchSource` read source on a serial queue (as AbleDBus drove libdbus's watch before
+/// it had an event loop; as L2CAP channels are driven), by AbleDBus's event loop (`DBusExecutor`,
+/// on a loop of its own), or by `poll(2)` in a loop (as libdbus's blocking calls in the C
+/// reference do).
 /// The CPU reported is the process's minus the peer thread's, per round trip.
 func runEventFloor(count: Int, mode: String) throws -> Measurement {
     var descriptors: [Int32] = [-1, -1]
@@ -67,8 +70,27 @@ func runEventFloor(count: Int, mode: String) throws -> Measurement {
         _ = write(mine, &first, 8)
         done.wait()
         source.cancel()
+    case "loop":
+        let done = DispatchSemaphore(value: 0)
+        // Only the handler touches `rounds`, on the loop's thread.
+        nonisolated(unsafe) var rounds = 0
+        let stop = DBusExecutor().watchReadable(mine) {
+            var bytes: UInt64 = 0
+            // The watch ends asynchronously: it may still see the socket shut down after the last round.
+            guard rounds < count, read(mine, &bytes, 8) == 8 else { return }
+            rounds += 1
+            if rounds == count {
+                done.signal()
+            } else {
+                _ = write(mine, &bytes, 8)
+            }
+        }
+        var first: UInt64 = 0
+        _ = write(mine, &first, 8)
+        done.wait()
+        stop()
     default:
-        throw BenchmarkFailure("event-floor mode is dispatch or poll, not \(mode)")
+        throw BenchmarkFailure("event-floor mode is dispatch, loop or poll, not \(mode)")
     }
     var end = Mark.now()
     shutdown(mine, Int32(SHUT_RDWR))

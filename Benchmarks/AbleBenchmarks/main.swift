@@ -33,6 +33,9 @@ let commands: [Command] = [
     Command(name: "central-notifications", arguments: ["ADDRESS", "N"]) { a in
         try await runCentralNotifications(address: a[0], count: integer(a[1]))
     },
+    Command(name: "central-notifications-on-loop", arguments: ["ADDRESS", "N"]) { a in
+        try await runCentralNotifications(address: a[0], count: integer(a[1]), onLoop: true)
+    },
     Command(name: "server-readvalue", arguments: ["ADDRESS", "N", "WARMUP"]) { a in
         try await runServerReadValue(address: a[0], count: integer(a[1]), warmup: integer(a[2]))
     },
@@ -40,7 +43,7 @@ let commands: [Command] = [
         try await runL2CAP(
             size: integer(a[0]), count: integer(a[1]), warmup: integer(a[2]), placement: placement(a[3]))
     },
-    Command(name: "event-floor", arguments: ["N", "dispatch|poll"]) { a in
+    Command(name: "event-floor", arguments: ["N", "dispatch|loop|poll"]) { a in
         try runEventFloor(count: integer(a[0]), mode: a[1])
     },
     Command(name: "sim-cycle", arguments: ["N", "WARMUP"]) { a in

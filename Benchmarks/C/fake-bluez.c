@@ -5,10 +5,12 @@
  * GattCharacteristic1.StartNotify/StopNotify and GattManager1.RegisterApplication/Unregister-
  * Application. Prints READY once it owns org.bluez.
  *
- *   fake-bluez ADDRESS notify N
+ *   fake-bluez ADDRESS notify N [PER_SECOND]
  *     For central-notifications: on the first StartNotify it answers, then emits N
  *     PropertiesChanged(GattCharacteristic1, {Value: 20 bytes, sequence number first}, []) from
- *     the characteristic as fast as it can, and prints its own result line.
+ *     the characteristic as fast as it can, and prints its own result line. With PER_SECOND
+ *     (central-notifications-paced) it emits them at that pace instead, each flushed on its own,
+ *     as a real link delivers notifications: one at a time, each in its own readiness event.
  *
  *   fake-bluez ADDRESS readvalue N WINDOW WARMUP [bluez-options]
  *     For server-readvalue: on RegisterApplication it reads the application back with
@@ -23,11 +25,13 @@
  * (the server then knows the load is over: a server's handler runs before its reply is sent). */
 #include "bench-common.h"
 
+#include <errno.h>
+
 enum mode { NOTIFY, READVALUE };
 
 static DBusConnection *connection;
 static enum mode mode;
-static long count, window, warmup;
+static long count, window, warmup, per_second;
 static int bluez_options;
 
 /* What the filter saw, acted on by the main loop (outside dispatch). */
@@ -206,12 +210,26 @@ static DBusHandlerResult filter(DBusConnection *unused, DBusMessage *message, vo
 static void emit(void) {
     dbus_connection_flush(connection); /* the StartNotify reply goes first */
     bench_mark start = bench_mark_now();
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
     for (long i = 0; i < count; i++) {
         DBusMessage *signal = bench_properties_changed((uint64_t)i);
         if (!dbus_connection_send(connection, signal, NULL)) bench_die("send", NULL);
         dbus_message_unref(signal);
-        /* Wait for the socket now and then, so the daemon's pace bounds what is queued here. */
-        if (i % 256 == 255) dbus_connection_flush(connection);
+        if (per_second > 0) {
+            /* On an absolute schedule, so that a late wake-up does not slow the pace down. */
+            dbus_connection_flush(connection);
+            next.tv_nsec += 1000000000L / per_second;
+            while (next.tv_nsec >= 1000000000L) {
+                next.tv_nsec -= 1000000000L;
+                next.tv_sec += 1;
+            }
+            while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
+            }
+        } else if (i % 256 == 255) {
+            /* Wait for the socket now and then, so the daemon's pace bounds what is queued here. */
+            dbus_connection_flush(connection);
+        }
     }
     dbus_connection_flush(connection);
     bench_mark end = bench_mark_now();
@@ -326,9 +344,10 @@ static void reads(long n) {
 /* --- Main ---------------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv) {
-    if (argc == 4 && strcmp(argv[2], "notify") == 0) {
+    if ((argc == 4 || argc == 5) && strcmp(argv[2], "notify") == 0) {
         mode = NOTIFY;
         count = atol(argv[3]);
+        per_second = argc == 5 ? atol(argv[4]) : 0;
     } else if ((argc == 6 || (argc == 7 && strcmp(argv[6], "bluez-options") == 0)) &&
                strcmp(argv[2], "readvalue") == 0) {
         mode = READVALUE;
@@ -337,7 +356,7 @@ int main(int argc, char **argv) {
         warmup = atol(argv[5]);
         bluez_options = argc == 7;
     } else {
-        fprintf(stderr, "usage: fake-bluez ADDRESS notify N\n"
+        fprintf(stderr, "usage: fake-bluez ADDRESS notify N [PER_SECOND]\n"
                         "       fake-bluez ADDRESS readvalue N WINDOW WARMUP [bluez-options]\n");
         return 2;
     }

@@ -87,7 +87,7 @@ final class BlueZObjectTree: Sendable {
     static func start(on connection: DBusConnection, service: String = "org.bluez") async throws -> BlueZObjectTree {
         let tree = BlueZObjectTree(connection: connection, service: service)
         // Subscribe before loading, so no change between the two is missed. Changes are applied
-        // on the connection's queue as they are dispatched: no task, no hop.
+        // on the connection's event loop as they are dispatched: no task, no hop.
         let subscription = try await connection.subscribe(
             matching: DBusMatchRule(sender: service),
             readingInPlace: { [weak tree] view in
@@ -129,7 +129,7 @@ final class BlueZObjectTree: Sendable {
     }
 
     /// Hands the `PropertiesChanged` signals of `characteristic` to `deliver`, read in place on
-    /// the connection's queue, before the tree looks at them; `onConnectionLost` runs if the bus
+    /// the connection's event loop, before the tree looks at them; `onConnectionLost` runs if the bus
     /// connection is lost. The service's own subscription carries them: no match rule of its
     /// own. Returns the function that ends it.
     func receiveValues(

@@ -8,14 +8,12 @@ import Dispatch
 
 /// A connection to a D-Bus message bus.
 ///
-/// Each connection has its own serial queue (its ``executor``) on which libdbus reads, writes and
-/// dispatches; no thread is dedicated to it. Several connections can be open in one process.
-///
-/// The socket is read when it becomes readable, except during a flood of signals: while read
-/// events come less than a millisecond apart with nothing but signals and no call awaits a
-/// reply, the connection reads every millisecond instead, and dispatches what came in one batch
-/// (a readiness event costs several times what the signal it brings does). Signals then wait up
-/// to 1 ms; a call's reply, or a call to an exported object, ends it.
+/// A connection runs on an event loop (its ``executor``): the loop's thread reads, writes and
+/// dispatches, calls the handlers of exported objects and signal subscriptions, and runs the
+/// actor. By default every connection of the process shares one loop, ``DBusExecutor/shared``,
+/// so no thread is dedicated to a connection. The socket is read whenever it is readable, and
+/// everything one read brought is dispatched as one batch (a stream's consumer is woken once
+/// for all the signals it got).
 ///
 /// ```swift
 /// let bus = try await DBusConnection.connect(to: .system)
@@ -30,8 +28,9 @@ import Dispatch
 ///   connect again to go on.
 ///
 /// The actor keeps no state besides its internal core, and its executor is the connection's
-/// queue: that is what it is for, since an isolated method then runs where libdbus and the
-/// core may be touched, without a lock.
+/// event loop: that is what it is for, since an isolated method then runs where libdbus and the
+/// core may be touched, without a lock. A call made from a task already on the loop is sent,
+/// and resumed by its reply, without leaving the loop's thread.
 public actor DBusConnection {
     /// Which bus to connect to.
     public struct Bus: Sendable, CustomStringConvertible {
@@ -57,7 +56,7 @@ public actor DBusConnection {
         }
     }
 
-    /// The queue this connection runs on, which actors can share.
+    /// The event loop this connection runs on, which actors can share.
     public nonisolated let executor: DBusExecutor
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor {
@@ -77,28 +76,22 @@ public actor DBusConnection {
 
     deinit {
         let core = self.core
-        core.queue.async { core.close() }
+        core.loop.execute { core.close() }
     }
 
     /// Connects to a bus and registers with it (the `Hello` call).
     ///
     /// - Parameters:
     ///   - bus: The bus to connect to.
+    ///   - executor: The event loop to run on: by default the one all connections share; give a
+    ///     `DBusExecutor()` for a loop (and thread) of the connection's own.
     ///   - log: Where the connection reports what it refused or dropped (calls from callers an
     ///     object does not authorize, malformed signals). By default, standard error.
     /// - Returns: The open connection.
     /// - Throws: ``DBusError`` when the bus cannot be reached or refuses the connection.
     public static func connect(
-        to bus: Bus, log: @escaping @Sendable (String) -> Void = DBusConnection.logToStandardError
-    ) async throws -> DBusConnection {
-        try await connect(to: bus, log: log, readCoalescingInterval: .nanoseconds(ReadCoalescing.intervalNanoseconds))
-    }
-
-    /// Connects as ``connect(to:log:)`` does, with read coalescing (`ReadCoalescing`) starting for
-    /// read events closer than `readCoalescingInterval` and reading that often: for tests that
-    /// run slower than the machine can read, as under a sanitizer.
-    package static func connect(
-        to bus: Bus, log: @escaping @Sendable (String) -> Void, readCoalescingInterval: Duration
+        to bus: Bus, executor: DBusExecutor = .shared,
+        log: @escaping @Sendable (String) -> Void = DBusConnection.logToStandardError
     ) async throws -> DBusConnection {
         // Connecting and authenticating block: keep them off the cooperative pool.
         let (raw, uniqueName) = try await withCheckedThrowingContinuation {
@@ -107,12 +100,9 @@ public actor DBusConnection {
                 continuation.resume(with: Result { try openBlocking(bus) })
             }
         }
-        let executor = DBusExecutor(label: "able.dbus \(uniqueName)")
-        let (seconds, attoseconds) = readCoalescingInterval.components
-        let interval = UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000)
-        let core = ConnectionCore(
-            raw: raw, queue: executor.queue, log: log, readCoalescing: ReadCoalescing(intervalNanoseconds: interval))
-        executor.queue.sync { core.start() }
+        let core = ConnectionCore(raw: raw, loop: executor, log: log)
+        // Before any job of the actor, which the loop runs after this one.
+        executor.execute { core.start() }
         return DBusConnection(core: core, executor: executor, uniqueName: uniqueName)
     }
 
@@ -198,12 +188,14 @@ public actor DBusConnection {
         let reply = PendingReply()
         let core = self.core
         let milliseconds = timeout.map(Self.milliseconds) ?? ABLE_DBUS_TIMEOUT_INFINITE
-        // Preferring the connection's executor makes the reply resume this task on the
-        // connection's queue, where it is dispatched, rather than through the global pool.
+        // A continuation awaited in an actor resumes its task on the global executor, which then
+        // hops back to the actor: a worker thread woken and an `eventfd` write per call (perf
+        // shows it). Preferring the loop as the task's executor makes the reply, dispatched on
+        // the loop, resume this task right there, with no other thread involved.
         return try await withTaskExecutorPreference(executor) {
             try await withTaskCancellationHandler {
                 // Naming `self` keeps this closure isolated to the connection (SE-0420), so the call
-                // is sent from the connection's queue without a hop.
+                // is sent from the loop without a hop.
                 try await withUnsafeThrowingContinuation { continuation in
                     guard reply.install(continuation) else {
                         dbus_message_unref(message)
@@ -213,7 +205,7 @@ public actor DBusConnection {
                 }
             } onCancel: {
                 if reply.resume(with: .failure(CancellationError())) {
-                    core.queue.async { core.cancel(reply) }
+                    core.loop.execute { core.cancel(reply) }
                 }
             }
         }
@@ -266,7 +258,7 @@ public actor DBusConnection {
     }
 
     /// Subscribes to the signals a rule matches, handing each one to `handler` on the
-    /// connection's queue as it is dispatched: no buffer, no task, no hop.
+    /// connection's event loop as it is dispatched: no buffer, no task, no hop.
     ///
     /// This is the fast path for code that fans signals out itself (Able's notification streams
     /// use it). The handler must return quickly and never block.
@@ -294,11 +286,6 @@ public actor DBusConnection {
     ) async throws -> DBusSignalSubscription {
         try await subscribe(rule, HandlerReceiver(handler: .inPlace(handler), onEnd: onEnd))
     }
-
-    /// Whether the connection reads its socket on a timer now, because a flood of signals came
-    /// (see `ReadCoalescing`), and how many such timed reads brought something since it opened:
-    /// for tests and benchmarks.
-    package var readCoalescing: (isActive: Bool, ticks: Int) { core.readCoalescing }
 
     /// What the connection holds for its users now: calls awaiting a reply (each with a waiting
     /// continuation), signal subscribers, and well-known names whose owner it follows. For tests
@@ -369,8 +356,8 @@ public actor DBusConnection {
 
     /// Emits a signal from an object of this process.
     ///
-    /// The signal is encoded on the caller's thread and sent from the connection's queue, in the
-    /// order of calls; this method neither suspends nor waits.
+    /// The signal's arguments are checked on the caller's thread and it is sent from the
+    /// connection's event loop, in the order of calls; this method neither suspends nor waits.
     ///
     /// - Throws: ``DBusError`` when the arguments cannot be sent.
     public nonisolated func emitSignal(
@@ -378,7 +365,7 @@ public actor DBusConnection {
     ) throws {
         for argument in arguments { try MessageCoding.validate(argument) }
         let core = self.core
-        core.queue.async { core.emitSignal(path: path, interface: interface, member: member, arguments: arguments) }
+        core.loop.execute { core.emitSignal(path: path, interface: interface, member: member, arguments: arguments) }
     }
 
     /// Emits `org.freedesktop.DBus.Properties.PropertiesChanged` for an exported object.
@@ -388,7 +375,7 @@ public actor DBusConnection {
         path: DBusObjectPath, interface: String, changed: [String: DBusValue], invalidated: [String] = []
     ) {
         let core = self.core
-        core.queue.async {
+        core.loop.execute {
             core.emitPropertiesChanged(path: path, interface: interface, changed: changed, invalidated: invalidated)
         }
     }

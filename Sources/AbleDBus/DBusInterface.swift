@@ -30,12 +30,12 @@ public struct DBusMethod: Sendable {
     /// How a method runs.
     public enum Handler: Sendable {
         /// Runs in a task of its own; it may suspend. The task starts at once on the
-        /// connection's queue, as the call is dispatched, and runs there until the handler first
+        /// connection's event loop, as the call is dispatched, and runs there until the handler first
         /// suspends (a handler that answers without suspending costs no hop at all); after that it
-        /// runs on the global executor. Like any code on that queue, it must not block before it
+        /// runs on the global executor. Like any code on the loop, it must not block before it
         /// suspends: long synchronous work belongs after an `await` or in a task of its own.
         case async(@Sendable (DBusMethodCall) async throws -> [DBusValue])
-        /// Runs on the connection's queue as the call is dispatched, with no task and no hop. It
+        /// Runs on the connection's event loop as the call is dispatched, with no task and no hop. It
         /// must return quickly and never block.
         case immediate(@Sendable (DBusMethodCall) throws -> [DBusValue])
     }
@@ -64,7 +64,7 @@ public struct DBusMethod: Sendable {
         self.handler = .async(handler)
     }
 
-    /// Declares a method answered on the connection's queue, without a task: for quick handlers.
+    /// Declares a method answered on the connection's event loop, without a task: for quick handlers.
     public static func immediate(
         _ name: String, in inputSignature: DBusSignature = "", out outputSignature: DBusSignature = "",
         handler: @escaping @Sendable (DBusMethodCall) throws -> [DBusValue]
@@ -77,7 +77,7 @@ public struct DBusMethod: Sendable {
 
 /// A property of an exported interface, served through `org.freedesktop.DBus.Properties`.
 ///
-/// Getters and setters run on the connection's queue and must not block: keep the value in a
+/// Getters and setters run on the connection's event loop and must not block: keep the value in a
 /// `Mutex` or another synchronous store.
 public struct DBusProperty: Sendable {
     /// The property's name.

@@ -52,7 +52,7 @@ public struct DBusSignalStream: AsyncSequence, Sendable {
     }
 }
 
-/// Where a subscription's signals go; called on the connection's queue.
+/// Where a subscription's signals go; called on the connection's event loop.
 protocol SignalReceiver: Sendable {
     /// Whether the receiver reads signals in place (``receive(_:)``) rather than taking them
     /// decoded (``yield(_:)``).
@@ -67,7 +67,7 @@ extension SignalReceiver {
     func receive(_ view: DBusSignalView) {}
 }
 
-/// The producing end of a signal stream: yielded to on the connection's queue.
+/// The producing end of a signal stream: yielded to on the connection's event loop.
 final class SignalSink: SignalReceiver {
     let buffer: DeliveryBuffer<DBusSignal>
 

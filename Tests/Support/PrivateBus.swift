@@ -70,24 +70,18 @@ public final class PrivateBus: Sendable {
         return "/usr/bin/dbus-daemon"
     }()
 
-    public func connect() async throws -> DBusConnection {
+    /// Connects to the bus, on `executor` (by default the event loop all connections share).
+    public func connect(executor: DBusExecutor = .shared) async throws -> DBusConnection {
         // The daemon creates its socket, then listens on it, a moment after it starts.
         let notYet = ["org.freedesktop.DBus.Error.FileNotFound", "org.freedesktop.DBus.Error.NoServer"]
         for _ in 0..<(250 * Sanitizers.slowdown) {
             do {
-                return try await connectOnce()
+                return try await DBusConnection.connect(to: .address(address), executor: executor, log: { _ in })
             } catch let error as DBusError where notYet.contains(error.name.rawValue) {
                 try await Task.sleep(for: .milliseconds(20))
             }
         }
-        return try await connectOnce()
-    }
-
-    private func connectOnce() async throws -> DBusConnection {
-        // A sanitizer slows each read event down more than the floods that tests send.
-        try await DBusConnection.connect(
-            to: .address(address), log: { _ in },
-            readCoalescingInterval: Duration.milliseconds(1).allowingForSanitizers)
+        return try await DBusConnection.connect(to: .address(address), executor: executor, log: { _ in })
     }
 
     /// Kills the daemon at once, as a crash would.

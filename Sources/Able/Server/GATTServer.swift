@@ -15,7 +15,7 @@ import AbleStreams
 /// ```
 ///
 /// Handlers are `async` closures that start as soon as BlueZ's request arrives, on the bus
-/// connection's queue, and run there until they first suspend; a handler that answers without
+/// connection's event loop, and run there until they first suspend; a handler that answers without
 /// suspending is answered with no thread switch at all. So a handler must not block (no sleeping,
 /// no synchronous I/O) before its first `await`: that would hold up the connection.
 ///

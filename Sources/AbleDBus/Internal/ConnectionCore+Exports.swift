@@ -1,6 +1,5 @@
 import AbleStreams
 import CDBus
-import Dispatch
 
 extension ConnectionCore {
     private static let propertiesInterface = "org.freedesktop.DBus.Properties"
@@ -76,15 +75,15 @@ extension ConnectionCore {
         case .immediate(let handler):
             replier.complete(Result { try handler(call) }, outputSignature: outputSignature)
         case .async(let handler):
-            // The handler starts here, on the connection's queue, and runs on until it first
+            // The handler starts here, on the connection's loop, and runs on until it first
             // suspends; one that answers without suspending is answered at once, with no task
             // scheduled on another thread and no hop back.
             Task.immediate { [self] in
                 let result = await Result { try await handler(call) }
-                if isOnQueue {
+                if isOnLoop {
                     replier.complete(result, outputSignature: outputSignature)
                 } else {
-                    queue.async { replier.complete(result, outputSignature: outputSignature) }
+                    loop.execute { replier.complete(result, outputSignature: outputSignature) }
                 }
             }
         }
@@ -185,7 +184,7 @@ extension ConnectionCore {
 
 /// Sends the one reply a method call gets, unless the caller asked for none.
 final class Replier: @unchecked Sendable {
-    // Touched only on the connection's queue.
+    // Touched only on the connection's event loop.
     private let core: ConnectionCore
     private let message: OpaquePointer
 

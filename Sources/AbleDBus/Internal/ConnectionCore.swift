@@ -1,29 +1,27 @@
 import AbleStreams
 import CDBus
-import Dispatch
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// Everything of one connection that touches libdbus. Confined to the connection's queue:
-/// every method runs there (libdbus callbacks arrive there, and the actor shares the queue).
+/// Everything of one connection that touches libdbus. Confined to the connection's event loop:
+/// every method runs on its thread (libdbus callbacks arrive there, and the actor's executor is
+/// the loop).
 final class ConnectionCore: @unchecked Sendable {
     let raw: OpaquePointer
-    let queue: DispatchQueue
+    let loop: DBusExecutor
     let log: @Sendable (String) -> Void
     private(set) var closedError: DBusError?
 
     // Watches and timeouts.
-    private var timeouts: [OpaquePointer: DispatchTime] = [:]
-    private var timer: DispatchSourceTimer?
-    private var timerDeadline: DispatchTime?
+    /// libdbus's enabled timeouts and their deadlines (`CLOCK_MONOTONIC` nanoseconds).
+    private var timeouts: [OpaquePointer: UInt64] = [:]
+    private var timer: LoopTimer?
     private var dispatchScheduled = false
+    /// Whether a watch's handler is inside `dbus_watch_handle`, and so dispatches right after it.
+    private var handlingWatch = false
     private let batch = DeliveryBatch()
-    /// libdbus's watch for reading the socket, while it has one.
-    private var readWatch: OpaquePointer?
-    private var coalescing: ReadCoalescing
-    private var coalescingTimer: DispatchSourceTimer?
     /// The header fields of recent signals and method calls, reused by the next messages that
     /// repeat them.
     var headerStrings = RecentStrings(capacity: 16)
@@ -77,27 +75,22 @@ final class ConnectionCore: @unchecked Sendable {
         }
     }
 
-    init(
-        raw: OpaquePointer, queue: DispatchQueue, log: @escaping @Sendable (String) -> Void,
-        readCoalescing: ReadCoalescing = ReadCoalescing()
-    ) {
+    /// Keeps `loop` running until the connection is torn down.
+    init(raw: OpaquePointer, loop: DBusExecutor, log: @escaping @Sendable (String) -> Void) {
         self.raw = raw
-        self.queue = queue
+        self.loop = loop
         self.log = log
-        self.coalescing = readCoalescing
-        queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
+        loop.retainClient()
     }
 
-    private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
-
-    /// Whether the caller runs on the connection's queue.
-    var isOnQueue: Bool { DispatchQueue.getSpecific(key: Self.queueKey) == ObjectIdentifier(self) }
+    /// Whether the caller runs on the connection's event loop.
+    var isOnLoop: Bool { loop.isOnLoop }
 
     // MARK: - Setting up and tearing down
 
-    /// Hooks libdbus's watches, timeouts and dispatch onto the queue.
+    /// Hooks libdbus's watches, timeouts and dispatch onto the loop.
     func start() {
-        dispatchPrecondition(condition: .onQueue(queue))
+        loop.checkIsolated()
         let context = Unmanaged.passUnretained(self).toOpaque()
         dbus_connection_set_exit_on_disconnect(raw, 0)
         dbus_connection_add_filter(
@@ -114,7 +107,9 @@ final class ConnectionCore: @unchecked Sendable {
             { watch, context in
                 Unmanaged<ConnectionCore>.fromOpaque(context!).takeUnretainedValue().removeWatch(watch!)
             },
-            { watch, _ in WatchSource.toggle(watch!) },
+            { watch, context in
+                Unmanaged<ConnectionCore>.fromOpaque(context!).takeUnretainedValue().toggleWatch(watch!)
+            },
             context, nil)
         dbus_connection_set_timeout_functions(
             raw,
@@ -144,7 +139,7 @@ final class ConnectionCore: @unchecked Sendable {
 
     /// Closes the connection; the `Disconnected` message that follows fails everything pending.
     func close() {
-        dispatchPrecondition(condition: .onQueue(queue))
+        loop.checkIsolated()
         guard closedError == nil else { return }
         dbus_connection_close(raw)
         dispatchAll()
@@ -157,14 +152,13 @@ final class ConnectionCore: @unchecked Sendable {
         dbus_connection_set_timeout_functions(raw, nil, nil, nil, nil, nil)
         dbus_connection_set_dispatch_status_function(raw, nil, nil, nil)
         dbus_connection_set_wakeup_main_function(raw, nil, nil, nil)
-        timer?.cancel()
+        if let timer { loop.remove(timer) }
         timer = nil
-        coalescingTimer?.cancel()
-        coalescingTimer = nil
         timeouts.removeAll()
         let raw = self.raw
         // Unreferencing frees the filter's context pointer use; keep `self` alive until then.
         withExtendedLifetime(self) { dbus_connection_unref(raw) }
+        loop.releaseClient()
     }
 
     private func connectionLost(_ error: DBusError) {
@@ -181,101 +175,64 @@ final class ConnectionCore: @unchecked Sendable {
         subscribers.removeAll()
         for sink in sinks { sink.finish(throwing: error) }
         exports.removeAll()
-        // libdbus may still be inside a callback of ours: detach on the next turn of the queue.
-        queue.async { self.teardown() }
+        // libdbus may still be inside a callback of ours: detach on the next turn of the loop.
+        loop.execute { self.teardown() }
     }
 
     // MARK: - Watches, timeouts, dispatch
 
     private func addWatch(_ watch: OpaquePointer) {
-        let reads = dbus_watch_get_flags(watch) & DBUS_WATCH_READABLE.rawValue != 0
-        if reads { readWatch = watch }
-        WatchSource.add(watch, queue: queue) { [self] flags in
+        let flags = dbus_watch_get_flags(watch)
+        let writable = flags & DBUS_WATCH_READABLE.rawValue == 0
+        let watched = writable ? DBUS_WATCH_WRITABLE.rawValue : DBUS_WATCH_READABLE.rawValue
+        let loopWatch = LoopWatch(descriptor: dbus_watch_get_unix_fd(watch), writable: writable) {
+            [unowned self] events in
             guard closedError == nil else { return }
-            dbus_watch_handle(watch, flags)
-            let signalsOnly = dispatchAll() && pendingCalls.isEmpty
-            guard reads, closedError == nil,
-                coalescing.noteReadEvent(at: DispatchTime.now().uptimeNanoseconds, signalsOnly: signalsOnly)
-            else { return }
-            WatchSource.setPaused(watch, true)
-            scheduleCoalescingTick()
+            var handled = watched
+            if events & EPOLLERR.rawValue != 0 { handled |= DBUS_WATCH_ERROR.rawValue }
+            if events & EPOLLHUP.rawValue != 0 { handled |= DBUS_WATCH_HANGUP.rawValue }
+            handlingWatch = true
+            dbus_watch_handle(watch, handled)
+            handlingWatch = false
+            dispatchAll()
         }
+        guard let loopWatch else {
+            log("could not watch the connection's socket: errno \(errno)")
+            return
+        }
+        dbus_watch_set_data(watch, Unmanaged.passRetained(loopWatch).toOpaque()) { data in
+            Unmanaged<LoopWatch>.fromOpaque(data!).release()
+        }
+        loop.setEnabled(loopWatch, dbus_watch_get_enabled(watch) != 0)
     }
 
     private func removeWatch(_ watch: OpaquePointer) {
-        if watch == readWatch {
-            readWatch = nil
-            _ = coalescing.stop()
-        }
-        WatchSource.remove(watch)
+        guard let data = dbus_watch_get_data(watch) else { return }
+        loop.remove(Unmanaged<LoopWatch>.fromOpaque(data).takeUnretainedValue())
+        dbus_watch_set_data(watch, nil, nil)
     }
-
-    // MARK: - Read coalescing (see ReadCoalescing)
 
     /// How many calls await replies, subscribers are registered and well-known names are followed.
     var resourceCounts: (pendingCalls: Int, subscribers: Int, trackedNames: Int) {
         (pendingCalls.count, subscribers.count, trackedNames.count)
     }
 
-    /// Whether the socket is read on ticks now, and how many ticks read something.
-    var readCoalescing: (isActive: Bool, ticks: Int) { (coalescing.isActive, coalescing.ticks) }
-
-    /// Reads what came since the last tick, and schedules the next one while only signals come.
-    private func coalescingTick() {
-        guard coalescing.isActive else { return }
-        guard closedError == nil, let watch = readWatch, dbus_watch_get_enabled(watch) != 0 else {
-            stopCoalescing()
-            return
-        }
-        let descriptor = dbus_watch_get_unix_fd(watch)
-        var signalsOnly = true
-        var reads = 0
-        while reads < ReadCoalescing.maximumReadsPerTick, Self.bytesAvailable(on: descriptor) > 0 {
-            reads += 1
-            dbus_watch_handle(watch, DBUS_WATCH_READABLE.rawValue)
-            signalsOnly = dispatchAll() && signalsOnly
-            guard closedError == nil else {
-                _ = coalescing.stop()
-                return
-            }
-        }
-        if coalescing.noteTick(read: reads > 0, signalsOnly: signalsOnly && pendingCalls.isEmpty) {
-            scheduleCoalescingTick()
-        } else {
-            WatchSource.setPaused(watch, false)
-        }
-    }
-
-    /// Goes back to reading on readiness events.
-    private func stopCoalescing() {
-        if coalescing.stop(), let readWatch { WatchSource.setPaused(readWatch, false) }
-    }
-
-    private func scheduleCoalescingTick() {
-        let timer =
-            coalescingTimer
-            ?? {
-                let timer = DispatchSource.makeTimerSource(queue: queue)
-                timer.setEventHandler { [unowned self] in coalescingTick() }
-                timer.resume()
-                coalescingTimer = timer
-                return timer
-            }()
-        timer.schedule(
-            deadline: .now() + .nanoseconds(Int(coalescing.nanoseconds)), leeway: ReadCoalescing.leeway)
-    }
-
-    private static func bytesAvailable(on descriptor: Int32) -> Int32 {
-        var count: Int32 = 0
-        return ioctl(descriptor, UInt(FIONREAD), &count) == 0 ? count : 0
+    private func toggleWatch(_ watch: OpaquePointer) {
+        guard let data = dbus_watch_get_data(watch) else { return }
+        loop.setEnabled(Unmanaged<LoopWatch>.fromOpaque(data).takeUnretainedValue(), dbus_watch_get_enabled(watch) != 0)
     }
 
     private func addTimeout(_ timeout: OpaquePointer) {
         guard dbus_timeout_get_enabled(timeout) != 0 else { return }
-        let deadline = DispatchTime.now() + .milliseconds(Int(dbus_timeout_get_interval(timeout)))
+        let deadline = LoopTimer.now() + Self.nanoseconds(of: timeout)
         timeouts[timeout] = deadline
-        if let current = timerDeadline, current <= deadline { return }
-        armTimer(at: deadline)
+        let timer = self.timer ?? makeTimer()
+        if let current = timer.deadline, current <= deadline { return }
+        timer.deadline = deadline
+    }
+
+    private static func nanoseconds(of timeout: OpaquePointer) -> UInt64 {
+        UInt64(max(dbus_timeout_get_interval(timeout), 0)) * 1_000_000
     }
 
     private func removeTimeout(_ timeout: OpaquePointer) {
@@ -288,37 +245,31 @@ final class ConnectionCore: @unchecked Sendable {
         addTimeout(timeout)
     }
 
-    private func armTimer(at deadline: DispatchTime) {
-        let timer = self.timer ?? makeTimer()
-        timer.schedule(deadline: deadline, leeway: .milliseconds(1))
-        timerDeadline = deadline
-    }
-
-    private func makeTimer() -> DispatchSourceTimer {
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.setEventHandler { [unowned self] in timerFired() }
-        timer.resume()
+    private func makeTimer() -> LoopTimer {
+        let timer = LoopTimer { [unowned self] in timerFired() }
+        loop.add(timer)
         self.timer = timer
         return timer
     }
 
     private func timerFired() {
-        timerDeadline = nil
-        let now = DispatchTime.now()
+        let now = LoopTimer.now()
         let expired = timeouts.filter { $0.value <= now }.map(\.key)
         for timeout in expired where timeouts[timeout] != nil {
             // A libdbus timeout repeats until it is removed or disabled.
-            timeouts[timeout] = now + .milliseconds(Int(dbus_timeout_get_interval(timeout)))
+            timeouts[timeout] = now + Self.nanoseconds(of: timeout)
             dbus_timeout_handle(timeout)
         }
-        if let next = timeouts.values.min() { armTimer(at: next) }
+        if let next = timeouts.values.min(), let timer {
+            timer.deadline = min(timer.deadline ?? .max, next)
+        }
         dispatchAll()
     }
 
     func scheduleDispatch() {
-        guard !dispatchScheduled else { return }
+        guard !dispatchScheduled, !handlingWatch else { return }
         dispatchScheduled = true
-        queue.async { [self] in
+        loop.execute { [self] in
             dispatchScheduled = false
             dispatchAll()
         }
@@ -357,7 +308,7 @@ final class ConnectionCore: @unchecked Sendable {
     /// Sends `message` (which this call consumes a reference of) and arranges for `reply` to be
     /// resumed with the answer.
     func send(_ message: OpaquePointer, replyTo reply: PendingReply, timeoutMilliseconds: Int32) {
-        dispatchPrecondition(condition: .onQueue(queue))
+        loop.checkIsolated()
         defer { dbus_message_unref(message) }
         if let closedError {
             reply.resume(with: .failure(closedError))
@@ -373,8 +324,6 @@ final class ConnectionCore: @unchecked Sendable {
             return
         }
         pendingCalls[ObjectIdentifier(reply)] = (pending, reply, expectedSender(of: message))
-        // Its reply is read as soon as it is there.
-        stopCoalescing()
         let context = Unmanaged.passRetained(CallContext(core: self, reply: reply)).toOpaque()
         dbus_pending_call_set_notify(
             pending,
@@ -400,7 +349,7 @@ final class ConnectionCore: @unchecked Sendable {
         }
     }
 
-    /// Called by libdbus on the queue when a reply (or libdbus's own timeout error) is in.
+    /// Called by libdbus on the loop when a reply (or libdbus's own timeout error) is in.
     private func complete(_ pending: OpaquePointer, reply: PendingReply) {
         guard let call = pendingCalls.removeValue(forKey: ObjectIdentifier(reply)) else { return }
         let result: Result<[DBusValue], any Error>

@@ -4,7 +4,7 @@
 
 /// The Swift strings of the C strings seen last, so that the header fields of a stream of
 /// similar messages (sender, path, interface, member) are not copied and validated again for
-/// every message. Confined to the connection's queue.
+/// every message. Confined to the connection's event loop.
 struct RecentStrings {
     private struct Entry {
         /// The C string's bytes, without its terminator.
