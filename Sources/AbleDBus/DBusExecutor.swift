@@ -1,3 +1,4 @@
+import AbleStreams
 import CDBus
 import Synchronization
 
@@ -52,7 +53,7 @@ public final class DBusExecutor: SerialExecutor, TaskExecutor, @unchecked Sendab
     }
 
     private let threadName: String
-    private let inbox = Mutex(Inbox())
+    private let inbox = Lock(Inbox())
     /// The loop thread's `pthread_t` while it runs, else 0.
     private let loopThread = Atomic<UInt>(0)
     private let epoll: Int32
