@@ -27,9 +27,10 @@ struct BlueZPeripheralBackend: PeripheralBackend {
     // MARK: Connecting
 
     func connect(timeout: Duration) async throws {
-        guard properties != nil else {
-            throw BluetoothError(.doesNotExist, message: "BlueZ does not know \(address): scan for it first")
-        }
+        let start = ContinuousClock.now
+        // An address BlueZ does not know is looked for first, within the same timeout.
+        if properties == nil { try await discover(timeout: timeout) }
+        let timeout = timeout - (ContinuousClock.now - start)
         let changes = system.tree.changes()
         do {
             try await withDeadline(timeout, what: "connecting to \(address)") { [self] in

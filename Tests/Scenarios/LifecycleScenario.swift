@@ -1,0 +1,197 @@
+public import Able
+public import Testing
+
+/// What the long-running-app scenarios need of a backend beyond two adapters: the system's (or
+/// radio's) list of adapters, and a way to take the peripheral's adapter away and back, and to
+/// restart the Bluetooth stack.
+public protocol LifecycleScenarioBackend: ScenarioBackend {
+    /// Every adapter now (``Adapter/all()`` on BlueZ).
+    func adapters() async throws -> [Adapter]
+    /// Adapters appearing and disappearing (``Adapter/events()`` on BlueZ).
+    func adapterEvents() async throws -> AsyncStream<AdapterEvent>
+    /// Takes the peripheral's adapter away: a simulated radio removes it; BlueZ's `bluetoothd`
+    /// stops, which removes every adapter.
+    func removePeripheralAdapter() async throws
+    /// Brings it back under the same name.
+    func restorePeripheralAdapter() async throws
+    /// Restarts the stack, keeping what it stores (`bluetoothd` restarts and keeps its storage
+    /// directory; a simulated radio keeps its bonds, so this does nothing there).
+    func restartStack() async throws
+}
+
+/// The long-running-app scenarios (issue 16): written once, run on the simulated radio and on
+/// real BlueZ alike.
+public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case adaptersComeAndGo
+    case knownDevicesAndConnectingByAddress
+    case bondsTrustAndForgetting
+
+    public var testDescription: String { rawValue }
+
+    /// Runs the scenario on `backend`, then the backend's tear-down.
+    public func run(on backend: some LifecycleScenarioBackend) async throws {
+        try await withCleanup {
+            switch self {
+            case .adaptersComeAndGo: try await Self.adaptersComeAndGo(backend)
+            case .knownDevicesAndConnectingByAddress: try await Self.knownDevicesAndConnectingByAddress(backend)
+            case .bondsTrustAndForgetting: try await Self.bondsTrustAndForgetting(backend)
+            }
+        } cleanup: {
+            do {
+                try await backend.tearDown()
+            } catch {
+                Issue.record(error, "tearing down after \(self)")
+            }
+        }
+    }
+
+    static func adaptersComeAndGo(_ backend: some LifecycleScenarioBackend) async throws {
+        let names = try await backend.adapters().map(\.name)
+        let removedName = backend.peripheral.name
+        #expect(names.contains(backend.central.name) && names.contains(removedName), "adapters: \(names)")
+        #expect(names == names.sorted())
+        let events = try await backend.adapterEvents()
+        var iterator = events.makeAsyncIterator()
+        // The stream starts with every adapter present.
+        var initial: [String] = []
+        while initial.count < names.count, case .added(let adapter)? = await iterator.next() {
+            initial.append(adapter.name)
+        }
+        #expect(initial.sorted() == names.sorted())
+
+        try await backend.peripheral.waitUntilPowered(timeout: .seconds(3))
+        let scan = try await backend.peripheral.scan()
+        try await backend.removePeripheralAdapter()
+        // Its scan ends with a typed error: adapterRemoved, or daemonUnavailable when the whole
+        // daemon stopped (BlueZ).
+        let ended = await #expect(throws: BluetoothError.self) { for try await _ in scan {} }
+        #expect([.adapterRemoved, .daemonUnavailable].contains(ended?.code), "\(String(describing: ended))")
+        var removed = false
+        while !removed, let event = await iterator.next() {
+            if case .removed(removedName) = event { removed = true }
+        }
+        #expect(removed, "no removal of \(removedName) was reported")
+        #expect(await !backend.peripheral.state.isPresent)
+        let refused = await #expect(throws: BluetoothError.self) { try await backend.peripheral.setAlias("gone") }
+        #expect([.adapterRemoved, .daemonUnavailable].contains(refused?.code), "\(String(describing: refused))")
+
+        try await backend.restorePeripheralAdapter()
+        var added = false
+        while !added, let event = await iterator.next() {
+            if case .added(let adapter) = event, adapter.name == removedName { added = true }
+        }
+        #expect(added, "\(removedName) was not reported added again")
+        // The Adapter value kept from before works again.
+        try await backend.peripheral.waitUntilPowered(timeout: .seconds(10))
+        #expect(await backend.peripheral.state.isPresent)
+        let again = try await backend.peripheral.scan()
+        // Nothing advertises to it: a short look ends the scan.
+        _ = try? await again.first(timeout: .seconds(1))
+    }
+
+    static func knownDevicesAndConnectingByAddress(_ backend: some LifecycleScenarioBackend) async throws {
+        let service = BluetoothUUID.random()
+        let readable = CharacteristicID(.random(), service: service)
+        let definition = GATTServerDefinition {
+            Service(service) { Characteristic(readable.uuid, properties: [.read], value: [7]) }
+        }
+        let address = try #require(await backend.peripheral.state.address)
+        #expect(try await !backend.central.knownPeripherals().contains { $0.address == address })
+        let events = try await backend.central.knownPeripheralEvents()
+        var iterator = events.makeAsyncIterator()
+        try await Scenario.withServer(backend, definition) { _ in
+            let advertising = try await backend.peripheral.startAdvertising(
+                Advertisement(localName: "kn", serviceUUIDs: [service]))
+            try await withCleanup {
+                // An address the adapter has never seen: found within the connect timeout, no scan of ours.
+                let peripheral = backend.central.peripheral(address: address)
+                #expect(await peripheral.known == nil)
+                try await peripheral.connect(timeout: backend.connectTimeout)
+                try await withCleanup {
+                    #expect(try await peripheral.read(readable) == [7])
+                    let known = try #require(
+                        try await backend.central.knownPeripherals().first { $0.address == address })
+                    #expect(known.isConnected)
+                    #expect(!known.isBonded && !known.isBlocked)
+                    #expect(known.addressType == .public)
+                } cleanup: {
+                    try? await peripheral.disconnect()
+                }
+                var announced = false
+                while !announced, let event = await iterator.next() {
+                    if case .added(let known) = event, known.address == address { announced = true }
+                }
+                #expect(announced)
+                // Known now: connecting again needs no scan.
+                try await backend.eventually("the peripheral to be disconnected") { await !peripheral.isConnected }
+                try await peripheral.connect(timeout: backend.connectTimeout)
+                #expect(try await peripheral.read(readable) == [7])
+                try await peripheral.forget()
+                #expect(try await !backend.central.knownPeripherals().contains { $0.address == address })
+                var removed = false
+                while !removed, let event = await iterator.next() {
+                    if case .removed(address) = event { removed = true }
+                }
+                #expect(removed)
+                #expect(await !peripheral.isConnected)
+            } cleanup: {
+                await advertising.stop()
+            }
+        }
+    }
+
+    static func bondsTrustAndForgetting(_ backend: some LifecycleScenarioBackend) async throws {
+        let service = BluetoothUUID.random()
+        let readable = CharacteristicID(.random(), service: service)
+        let definition = GATTServerDefinition {
+            Service(service) { Characteristic(readable.uuid, properties: [.read], value: [3]) }
+        }
+        let address = try #require(await backend.peripheral.state.address)
+        let peripheral = backend.central.peripheral(address: address)
+        try await Scenario.withConnection(backend, serving: definition, advertising: service) { _, peripheral in
+            #expect(await !peripheral.isBonded)
+            try await peripheral.pair(with: .justWorks, timeout: .seconds(30))
+            try await backend.eventually("the bond to be stored") { await peripheral.isBonded }
+            #expect(await peripheral.isPaired)
+            try await peripheral.setTrusted(true)
+            #expect(await peripheral.isTrusted)
+            try await peripheral.setTrusted(false)
+            #expect(await !peripheral.isTrusted)
+        }
+        try await backend.eventually("the peripheral to be disconnected") { await !peripheral.isConnected }
+
+        // The bond survives the stack restarting (the server and its advertisement go with
+        // bluetoothd, so they start again after it).
+        try await backend.restartStack()
+        try await backend.central.waitUntilPowered(timeout: .seconds(10))
+        #expect(await peripheral.isBonded)
+        try await Scenario.withServer(backend, definition) { _ in
+            let advertising = try await backend.peripheral.startAdvertising(
+                Advertisement(localName: "bd", serviceUUIDs: [service]))
+            try await withCleanup {
+                // A blocked device cannot be connected to.
+                try await peripheral.setBlocked(true)
+                #expect(await peripheral.isBlocked)
+                await #expect(throws: BluetoothError.self) { try await peripheral.connect(timeout: .seconds(5)) }
+                try await peripheral.setBlocked(false)
+                #expect(await !peripheral.isBlocked)
+
+                // Known and bonded: connecting needs neither a scan nor pairing.
+                try await peripheral.connect(timeout: backend.connectTimeout)
+                #expect(await peripheral.isPaired)
+                #expect(try await peripheral.read(readable) == [3])
+
+                // Forgetting removes the bond: the next connection has none.
+                try await peripheral.forget()
+                #expect(await !peripheral.isBonded)
+                #expect(await peripheral.known == nil)
+                try await peripheral.connect(timeout: backend.connectTimeout)
+                #expect(await !peripheral.isBonded)
+                #expect(await !peripheral.isPaired)
+                try await peripheral.disconnect()
+            } cleanup: {
+                await advertising.stop()
+            }
+        }
+    }
+}
