@@ -56,8 +56,8 @@ struct BlueZAdapterBackend: AdapterBackend {
             }
         guard system.tree.interfaces(at: path) != nil else {
             throw BluetoothError(
-                system.tree.owner == nil ? .daemonUnavailable : .adapterRemoved, message: "adapter \(name) is not present"
-            )
+                system.tree.owner == nil ? .daemonUnavailable : .adapterRemoved,
+                message: "adapter \(name) is not present")
         }
         try await system.setProperty(path, Self.interface, property, value)
     }
