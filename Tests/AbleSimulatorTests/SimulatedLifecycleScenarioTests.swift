@@ -31,4 +31,9 @@ struct SimulatedLifecycleScenarioBackend: LifecycleScenarioBackend {
     func removePeripheralAdapter() async throws { radio.removeAdapter(named: peripheral.name) }
     func restorePeripheralAdapter() async throws { _ = radio.makeAdapter(name: peripheral.name) }
     func restartStack() async throws {}
+
+    func dropLink() async throws {
+        guard let address = await peripheral.state.address else { return }
+        radio.peripheral(address).disconnectAll(reason: "the link dropped")
+    }
 }

@@ -40,6 +40,12 @@ struct BlueZLifecycleScenarioBackend: LifecycleScenarioBackend {
         #expect(try await Guest.restartBluetoothd("start") == 0, "restart-bluetoothd start failed")
     }
 
+    func dropLink() async throws {
+        // hci1 ends the link, as a peripheral that resets does.
+        let centralAddress = try #require(await central.state.address)
+        try await peripheral.peripheral(address: centralAddress).disconnect()
+    }
+
     func restartStack() async throws {
         #expect(try await Guest.restartBluetoothd() == 0, "restart-bluetoothd failed")
     }

@@ -14,6 +14,9 @@ public protocol LifecycleScenarioBackend: ScenarioBackend {
     func removePeripheralAdapter() async throws
     /// Brings it back under the same name.
     func restorePeripheralAdapter() async throws
+    /// Drops the link between the central and the peripheral from the peripheral's side, as a
+    /// link loss does (a simulated peripheral's `disconnectAll()`; on BlueZ, hci1 disconnects hci0).
+    func dropLink() async throws
     /// Restarts the stack, keeping what it stores (`bluetoothd` restarts and keeps its storage
     /// directory; a simulated radio keeps its bonds, so this does nothing there).
     func restartStack() async throws
@@ -25,6 +28,7 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
     case adaptersComeAndGo
     case knownDevicesAndConnectingByAddress
     case bondsTrustAndForgetting
+    case reconnectionKeepsSubscriptions
 
     public var testDescription: String { rawValue }
 
@@ -35,6 +39,7 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
             case .adaptersComeAndGo: try await Self.adaptersComeAndGo(backend)
             case .knownDevicesAndConnectingByAddress: try await Self.knownDevicesAndConnectingByAddress(backend)
             case .bondsTrustAndForgetting: try await Self.bondsTrustAndForgetting(backend)
+            case .reconnectionKeepsSubscriptions: try await Self.reconnectionKeepsSubscriptions(backend)
             }
         } cleanup: {
             do {
@@ -189,6 +194,84 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
                 #expect(await !peripheral.isBonded)
                 #expect(await !peripheral.isPaired)
                 try await peripheral.disconnect()
+            } cleanup: {
+                await advertising.stop()
+            }
+        }
+    }
+
+    static func reconnectionKeepsSubscriptions(_ backend: some LifecycleScenarioBackend) async throws {
+        let service = BluetoothUUID.random()
+        let level = CharacteristicID(.random(), service: service)
+        let definition = GATTServerDefinition {
+            Service(service) { Characteristic(level.uuid, properties: [.read, .notify], value: [0]) }
+        }
+        let address = try #require(await backend.peripheral.state.address)
+        let policy = ReconnectPolicy(
+            connectTimeout: backend.connectTimeout, initialDelay: .milliseconds(500), maximumDelay: .seconds(2))
+        try await Scenario.withServer(backend, definition) { server in
+            let advertising = try await backend.peripheral.startAdvertising(
+                Advertisement(localName: "rc", serviceUUIDs: [service]))
+            try await withCleanup {
+                try await backend.central.withMaintainedConnection(to: address, policy: policy) { connection in
+                    let states = connection.connectionStates()
+                    var events = connection.notifications(of: level).makeAsyncIterator()
+                    var values: [[UInt8]] = []
+                    var gaps = 0
+                    /// Takes events until the next `.enabled`, noting values and gaps.
+                    func untilEnabled() async throws {
+                        while let event = try await events.next() {
+                            switch event {
+                            case .enabled: return
+                            case .value(let value): values.append(value)
+                            case .interrupted: gaps += 1
+                            }
+                        }
+                        throw ScenarioFailure(description: "the notifications ended")
+                    }
+                    /// Takes `count` values.
+                    func take(_ count: Int) async throws {
+                        let target = values.count + count
+                        while values.count < target, let event = try await events.next() {
+                            switch event {
+                            case .value(let value): values.append(value)
+                            case .interrupted: gaps += 1
+                            case .enabled: Issue.record("enabled again without a gap")
+                            }
+                        }
+                    }
+                    try await untilEnabled()
+                    try await server.notify(level, value: [1])
+                    try await server.notify(level, value: [2])
+                    try await take(2)
+
+                    try await backend.dropLink()
+                    try await untilEnabled()
+                    #expect(gaps == 1, "the link loss is reported once")
+                    #expect(connection.state.description == "connected")
+                    try await server.notify(level, value: [3])
+                    try await server.notify(level, value: [4])
+                    try await take(2)
+                    #expect(values == [[1], [2], [3], [4]], "each value exactly once, in order")
+
+                    await connection.stop()
+                    var seen: [String] = []
+                    for await state in states {
+                        switch state {
+                        case .connected: seen.append("connected")
+                        case .disconnected: seen.append("disconnected")
+                        case .stopped: seen.append("stopped")
+                        default: continue
+                        }
+                    }
+                    #expect(seen == ["connected", "disconnected", "connected", "stopped"], "\(seen)")
+                    // The subscription's stream ends with the connection.
+                    while let event = try await events.next() {
+                        if case .value(let value) = event { Issue.record("a value after stopping: \(value)") }
+                    }
+                }
+                let peripheral = backend.central.peripheral(address: address)
+                try await backend.eventually("the central to be disconnected") { await !peripheral.isConnected }
             } cleanup: {
                 await advertising.stop()
             }
