@@ -250,11 +250,11 @@ public final class MaintainedConnection: Sendable {
                 publish(.connected)
                 let reason = await linkLoss(states)
                 guard !Task.isCancelled else { break }
-                interruptAll(reason: reason)
+                await interruptAll(reason: reason)
                 publish(.disconnected(reason: reason))
             } catch {
                 guard !Task.isCancelled, !(error is CancellationError) else { break }
-                interruptAll(reason: "\(error)")
+                await interruptAll(reason: "\(error)")
                 failures += 1
                 let failure =
                     error as? BluetoothError ?? BluetoothError(.failed, message: "\(error)")
@@ -327,23 +327,32 @@ public final class MaintainedConnection: Sendable {
         storage.withLock { $0.subscriptions[id]?.continuation }?.yield(event)
     }
 
-    /// Tells every subscription of a gap (once per gap) and ends the relays of the lost link.
-    private func interruptAll(reason: String?) {
+    /// Tells every subscription of a gap (once per gap), after the lost link's values it had
+    /// received: the lost link's notification streams end (with ``BluetoothError/Code/disconnected``)
+    /// once their buffered values are taken, which their relays are given ``relayDrainGrace`` to do.
+    private func interruptAll(reason: String?) async {
         let interrupted = storage.withLock { storage in
             var interrupted: [(Notifications.Continuation, Task<Void, Never>?)] = []
-            for id in storage.subscriptions.keys where !storage.subscriptions[id]!.interrupted {
+            for id in storage.subscriptions.keys {
+                storage.subscriptions[id]!.link = nil
+                guard !storage.subscriptions[id]!.interrupted else { continue }
                 storage.subscriptions[id]!.interrupted = true
                 interrupted.append((storage.subscriptions[id]!.continuation, storage.subscriptions[id]!.relay))
                 storage.subscriptions[id]!.relay = nil
             }
-            for id in storage.subscriptions.keys { storage.subscriptions[id]!.link = nil }
             return interrupted
         }
         for (continuation, relay) in interrupted {
-            relay?.cancel()
+            if let relay {
+                let drained = try? await withTimeLimit(Self.relayDrainGrace) { await relay.value }
+                if drained == nil { relay.cancel() }
+            }
             continuation.yield(.interrupted(reason: reason))
         }
     }
+
+    /// How long a lost link's relay may take to hand over the values it had received.
+    static let relayDrainGrace = Duration.seconds(2)
 
     private func publish(_ state: State) {
         let listeners = storage.withLock { storage in
