@@ -247,7 +247,6 @@ public final class MaintainedConnection: Sendable {
                 // Watch the link before anything else, so that a loss during the re-enabling is seen.
                 let states = await peripheral.connectionStates()
                 try await enableAll()
-                publish(.connected)
                 let reason = await linkLoss(states)
                 guard !Task.isCancelled else { break }
                 await interruptAll(reason: reason)
@@ -282,27 +281,42 @@ public final class MaintainedConnection: Sendable {
         return nil
     }
 
+    /// Enables every subscription on the new link, then reports the connection, then starts
+    /// their relays: a consumer that sees ``Notification/enabled`` finds the state ``State/connected``.
     private func enableAll() async throws {
         let ids = storage.withLock { Array($0.subscriptions.keys).sorted() }
-        for id in ids { try await enable(id) }
+        var enabled: [(UInt64, NotificationStream)] = []
+        for id in ids {
+            if let values = try await subscribe(id) { enabled.append((id, values)) }
+        }
+        publish(.connected)
+        for (id, values) in enabled { relay(values, to: id) }
     }
 
-    /// Enables one subscription on the current link and relays its values.
+    /// Enables one subscription on the current link (a subscription made while connected).
     private func enable(_ id: UInt64) async throws {
+        if let values = try await subscribe(id) { relay(values, to: id) }
+    }
+
+    /// Subscribes on the current link, unless it is done already; `nil` when there is nothing to relay.
+    private func subscribe(_ id: UInt64) async throws -> NotificationStream? {
         let characteristic = storage.withLock { storage -> (any CharacteristicIdentifier)? in
             guard storage.link > 0, storage.subscriptions[id]?.link != storage.link else { return nil }
             storage.subscriptions[id]!.link = storage.link
             return storage.subscriptions[id]!.characteristic
         }
-        guard let characteristic else { return }
-        let values: NotificationStream
+        guard let characteristic else { return nil }
         do {
-            values = try await peripheral.notifications(of: characteristic)
+            return try await peripheral.notifications(of: characteristic)
         } catch let error as BluetoothError where error.code == .doesNotExist || error.code == .notSupported {
             // Another attempt would not find it either: this stream ends, the others go on.
             storage.withLock { $0.subscriptions.removeValue(forKey: id) }?.continuation.finish(throwing: error)
-            return
+            return nil
         }
+    }
+
+    /// Announces `.enabled`, then relays the link's values to the subscription's stream.
+    private func relay(_ values: NotificationStream, to id: UInt64) {
         // Announced before the relay starts, so that it precedes this link's values.
         yield(.enabled, to: id)
         let relay = Task {
@@ -344,8 +358,11 @@ public final class MaintainedConnection: Sendable {
         }
         for (continuation, relay) in interrupted {
             if let relay {
-                let drained = try? await withTimeLimit(Self.relayDrainGrace) { await relay.value }
-                if drained == nil { relay.cancel() }
+                let drained: Bool? = try? await withTimeLimit(Self.relayDrainGrace) {
+                    await relay.value
+                    return true
+                }
+                if drained != true { relay.cancel() }
             }
             continuation.yield(.interrupted(reason: reason))
         }
