@@ -50,6 +50,11 @@ struct BlueZPeripheralBackend: PeripheralBackend {
         var iterator = changes.makeAsyncIterator()
         while true {
             guard let properties else {
+                if let adapter = path.parent, system.tree.interfaces(at: adapter) == nil {
+                    throw BluetoothError(
+                        system.tree.owner == nil ? .daemonUnavailable : .adapterRemoved,
+                        message: "adapter \(adapter.lastElement) went away while connecting to \(address)")
+                }
                 throw BluetoothError(.disconnected, message: "\(address) went away while connecting")
             }
             if (try? properties.decode("ServicesResolved", as: Bool.self)) == true { return }

@@ -65,6 +65,9 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
         }
         try await clock.sleep(until: start.advanced(by: timing.connectionTime))
         let (events, resolves) = try radio.state.withLock { state in
+            guard state.adapters[central] != nil else {
+                throw BluetoothError(.adapterRemoved, message: "the adapter was removed while connecting")
+            }
             guard state.adapters[central]?.isPowered == true else {
                 throw BluetoothError(.notReady, message: "the adapter was powered off while connecting")
             }

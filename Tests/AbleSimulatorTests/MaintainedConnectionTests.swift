@@ -152,3 +152,31 @@ struct MaintainedConnectionTests {
         #expect(radio.openResources.isEmpty)
     }
 }
+
+/// A simulated adapter removed under its operations, and added back.
+@Suite(.timeLimit(.minutes(1)))
+struct RemovedAdapterTests {
+    @Test func aConnectionUnderWayFailsAsAdapterRemovedAndTheAdapterWorksOnceAddedBack() async throws {
+        let radio = SimulatedRadio()
+        radio.addPeripheral(
+            address: "00:00:00:00:0E:02", advertisement: Advertisement(localName: "p"),
+            timing: SimulatedPeripheral.Timing(connectionTime: .seconds(1)))
+        let adapter = radio.makeAdapter(name: "hci0")
+        let peripheral = adapter.peripheral(address: "00:00:00:00:0E:02")
+        let connecting = Task { try await peripheral.connect(timeout: .seconds(5)) }
+        try await radio.clock.sleep(for: .milliseconds(500))
+        radio.removeAdapter(named: "hci0")
+        let error = await #expect(throws: BluetoothError.self) { try await connecting.value }
+        #expect(error?.code == .adapterRemoved)
+        #expect(radio.adapters().isEmpty)
+        let failed = await #expect(throws: BluetoothError.self) { try await adapter.scan() }
+        #expect(failed?.code == .adapterRemoved)
+
+        let again = radio.makeAdapter(name: "hci0")
+        #expect(await again.state.address == adapter.state.address, "added back with its address")
+        try await adapter.waitUntilPowered(timeout: .seconds(1))
+        try await peripheral.connect(timeout: .seconds(5))
+        try await peripheral.disconnect()
+        #expect(radio.openResources.isEmpty)
+    }
+}
