@@ -188,8 +188,12 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
                 #expect(await peripheral.isPaired)
                 #expect(try await peripheral.read(readable) == [3])
 
-                // Forgetting removes the bond: the next connection has none.
+                // Forgetting removes the bond: the next connection has none. Both sides forget: a
+                // bond kept by the peripheral alone fails the next connection's pairing with
+                // Authentication Failure (0x05, seen with BlueZ 5.66), as with any real device.
                 try await peripheral.forget()
+                let centralAddress = try #require(await backend.central.state.address)
+                try? await backend.peripheral.peripheral(address: centralAddress).forget()
                 #expect(await !peripheral.isBonded)
                 #expect(await peripheral.known == nil)
                 try await peripheral.connect(timeout: backend.connectTimeout)
