@@ -56,8 +56,8 @@ struct BlueZAdapterBackend: AdapterBackend {
             }
         guard system.tree.interfaces(at: path) != nil else {
             throw BluetoothError(
-                system.tree.owner == nil ? .daemonUnavailable : .notAvailable, message: "adapter \(name) is not present"
-            )
+                system.tree.owner == nil ? .daemonUnavailable : .adapterRemoved,
+                message: "adapter \(name) is not present")
         }
         try await system.setProperty(path, Self.interface, property, value)
     }
@@ -102,7 +102,7 @@ extension BlueZAdapterBackend {
                     verdict = Task {
                         guard (try? await Task.sleep(for: Self.daemonExitGrace)) != nil else { return }
                         continuation.finish(
-                            throwing: BluetoothError(.notAvailable, message: "adapter \(path.lastElement) went away"))
+                            throwing: BluetoothError(.adapterRemoved, message: "adapter \(path.lastElement) went away"))
                     }
                     continue
                 default:
@@ -134,7 +134,7 @@ extension BlueZAdapterBackend {
     }
 
     /// How long a scan whose adapter went away waits for bluetoothd to leave the bus, to say
-    /// ``BluetoothError/Code/daemonUnavailable`` rather than ``BluetoothError/Code/notAvailable``.
+    /// ``BluetoothError/Code/daemonUnavailable`` rather than ``BluetoothError/Code/adapterRemoved``.
     static let daemonExitGrace = Duration.seconds(2)
 
     /// Device properties whose change means a new advertising report arrived.

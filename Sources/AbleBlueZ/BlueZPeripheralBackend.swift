@@ -27,9 +27,10 @@ struct BlueZPeripheralBackend: PeripheralBackend {
     // MARK: Connecting
 
     func connect(timeout: Duration) async throws {
-        guard properties != nil else {
-            throw BluetoothError(.doesNotExist, message: "BlueZ does not know \(address): scan for it first")
-        }
+        let start = ContinuousClock.now
+        // An address BlueZ does not know is looked for first, within the same timeout.
+        if properties == nil { try await discover(timeout: timeout) }
+        let timeout = timeout - (ContinuousClock.now - start)
         let changes = system.tree.changes()
         do {
             try await withDeadline(timeout, what: "connecting to \(address)") { [self] in
@@ -49,6 +50,11 @@ struct BlueZPeripheralBackend: PeripheralBackend {
         var iterator = changes.makeAsyncIterator()
         while true {
             guard let properties else {
+                if let adapter = path.parent, system.tree.interfaces(at: adapter) == nil {
+                    throw BluetoothError(
+                        system.tree.owner == nil ? .daemonUnavailable : .adapterRemoved,
+                        message: "adapter \(adapter.lastElement) went away while connecting to \(address)")
+                }
                 throw BluetoothError(.disconnected, message: "\(address) went away while connecting")
             }
             if (try? properties.decode("ServicesResolved", as: Bool.self)) == true { return }

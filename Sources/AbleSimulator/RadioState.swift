@@ -44,6 +44,12 @@ struct RadioState {
     var listeners: [ListenerKey: Listener] = [:]
     var channels: [UInt64: SimulatedL2CAPLink] = [:]
     var nextID: UInt64 = 0
+    /// Lifecycle: listeners of adapters coming and going, and what each adapter remembers.
+    var adapterEventListeners: [UInt64: AsyncStream<AdapterEvent>.Continuation] = [:]
+    var knownDevices: [BluetoothAddress: [BluetoothAddress: KnownDeviceRecord]] = [:]
+    var knownDeviceListeners: [BluetoothAddress: [UInt64: AsyncStream<KnownPeripheralEvent>.Continuation]] = [:]
+    /// The addresses of removed adapters, by name, so that one made again under its name returns.
+    var removedAdapters: [String: BluetoothAddress] = [:]
 
     mutating func makeID() -> UInt64 {
         nextID += 1

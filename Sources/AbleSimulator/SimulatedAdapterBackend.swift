@@ -15,7 +15,10 @@ struct SimulatedAdapterBackend: AdapterBackend {
     }
 
     func set(_ change: AdapterChange) async throws {
-        radio.state.withLock { state in
+        try radio.state.withLock { state in
+            guard state.adapters[address] != nil else {
+                throw BluetoothError(.adapterRemoved, message: "adapter \(name) was removed")
+            }
             switch change {
             case .powered(let on): state.adapters[address]?.isPowered = on
             case .discoverable(let on): state.adapters[address]?.isDiscoverable = on
@@ -43,6 +46,9 @@ struct SimulatedAdapterBackend: AdapterBackend {
 
     func scan(_ filter: ScanFilter, into continuation: ScanStream.Continuation) async throws {
         let (id, devices) = try radio.state.withLock { state in
+            guard state.adapters[address] != nil else {
+                throw BluetoothError(.adapterRemoved, message: "adapter \(name) was removed")
+            }
             guard state.adapters[address]?.isPowered == true else {
                 throw BluetoothError(
                     .notReady, message: "\(name) is powered off", errorName: "org.bluez.Error.NotReady")

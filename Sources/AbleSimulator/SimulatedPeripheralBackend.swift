@@ -18,28 +18,55 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
     /// services that never resolve, end in ``BluetoothError/Code/timeout`` and a disconnection.
     func connect(timeout: Duration) async throws {
         let clock = radio.clock
-        let start = clock.now
-        let deadline = start.advanced(by: timeout)
-        let timing = try radio.state.withLock { state in
+        let deadline = clock.now.advanced(by: timeout)
+        let (timing, known) = try radio.state.withLock { state in
+            guard state.adapters[central] != nil else {
+                throw BluetoothError(.adapterRemoved, message: "the adapter was removed")
+            }
             guard state.adapters[central]?.isPowered == true else {
                 throw BluetoothError(
                     .notReady, message: "the adapter is powered off", errorName: "org.bluez.Error.NotReady")
             }
+            let known = state.knownDevices[central]?[address] != nil
+            if state.knownDevices[central]?[address]?.isBlocked == true {
+                throw BluetoothError.fromBlueZ(name: "org.bluez.Error.Failed", message: "the device is blocked")
+            }
             guard let device = state.devices[address], device.isInRange,
                 device.isAdvertising || device.advertisement == nil
             else {
+                guard known else { return (SimulatedPeripheral.Timing?.none, known) }
                 throw BluetoothError(.doesNotExist, message: "no device \(address) is in range: scan for it first")
             }
-            return device.timing
+            return (device.timing, known)
         }
         guard !isConnected else { return }
         clock.noteActivity()
+        // As on BlueZ: an address the adapter does not know is looked for with a scan first,
+        // within the same timeout.
+        guard let timing else {
+            try await clock.sleep(until: deadline)
+            throw BluetoothError(.timeout, message: "no device \(address) was found within \(timeout)")
+        }
+        var timeout = timeout
+        if !known {
+            guard timing.advertisingInterval <= timeout else {
+                try await clock.sleep(until: deadline)
+                throw BluetoothError(.timeout, message: "no device \(address) was found within \(timeout)")
+            }
+            try await clock.sleep(for: timing.advertisingInterval)
+            radio.remember(address, by: central)
+            timeout -= timing.advertisingInterval
+        }
+        let start = clock.now
         guard timing.connectionTime <= timeout else {
             try await clock.sleep(until: deadline)
             throw BluetoothError(.timeout, message: "connecting to \(address) took longer than \(timeout)")
         }
         try await clock.sleep(until: start.advanced(by: timing.connectionTime))
         let (events, resolves) = try radio.state.withLock { state in
+            guard state.adapters[central] != nil else {
+                throw BluetoothError(.adapterRemoved, message: "the adapter was removed while connecting")
+            }
             guard state.adapters[central]?.isPowered == true else {
                 throw BluetoothError(.notReady, message: "the adapter was powered off while connecting")
             }
@@ -69,6 +96,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
                             .disconnected, message: "\(address) disconnected before its services were resolved")
                     }
                     radio.connectionStateChanged(connection, to: .connected)
+                    radio.remember(address, by: central)
                     return
                 }
             } else {
@@ -92,6 +120,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             throw BluetoothError.fromBlueZ(
                 name: "org.bluez.Error.AuthenticationRejected", message: "Authentication Rejected")
         }
+        radio.remember(address, by: central)
         radio.state.withLock { _ = $0.devices[address]?.paired.insert(central) }
     }
 

@@ -95,6 +95,9 @@ extension SimulatedRadio {
             else { return nil }
             return (scan.continuation, discovery)
         }
-        if let (continuation, discovery) = delivery { continuation.yield(discovery) }
+        if let (continuation, discovery) = delivery {
+            remember(device, by: state.withLock { $0.scans[scanID]?.adapter } ?? device)
+            continuation.yield(discovery)
+        }
     }
 }

@@ -77,10 +77,12 @@ public final class SimulatedRadio: Sendable {
             let number = state.adapterCount
             let resolvedName = name ?? "sim\(number - 1)"
             let resolvedAddress =
-                address ?? BluetoothAddress(bytes: [0x5A, 0, 0, 0, UInt8(number >> 8), UInt8(number & 0xFF)])!
+                address ?? state.removedAdapters.removeValue(forKey: resolvedName)
+                ?? BluetoothAddress(bytes: [0x5A, 0, 0, 0, UInt8(number >> 8), UInt8(number & 0xFF)])!
             state.adapters[resolvedAddress] = SimulatedAdapterState(name: resolvedName, address: resolvedAddress)
             return (resolvedName, resolvedAddress)
         }
+        adapterAdded(address)
         return Adapter(backend: SimulatedAdapterBackend(radio: self, name: name, address: address))
     }
 

@@ -92,6 +92,7 @@ extension BluetoothError {
             case authenticationFailed, authenticationCanceled, authenticationRejected, authenticationTimeout
             case connectionAttemptFailed, disconnected, timeout, cancelled
             case daemonUnavailable, protocolError, attError, failed, internalError
+            case adapterRemoved
         }
 
         private let wrapped: Wrapped
@@ -161,6 +162,9 @@ extension BluetoothError {
         public static let failed = Code(.failed)
         /// Able broke one of its own invariants; please report it.
         public static let internalError = Code(.internalError)
+        /// The adapter went away under the operation (unplugged, or its controller removed) while
+        /// `bluetoothd` kept running; one that comes back under the same name works again.
+        public static let adapterRemoved = Code(.adapterRemoved)
 
         /// The code's name, such as `notPowered`.
         public var description: String {

@@ -113,40 +113,93 @@ struct NotifyCommand: Command {
     static let spec = CommandSpec(
         name: "notify", summary: "print a characteristic's notifications", positionals: ["ADDRESS", "CHARACTERISTIC"],
         options: CharacteristicTarget.options + [
-            .init(name: "count", value: "N", help: "stop after N values (default: until Ctrl-C)")
+            .init(name: "count", value: "N", help: "stop after N values (default: until Ctrl-C)"),
+            .init(name: "reconnect", help: "reconnect after a link loss and subscribe again, printing each gap"),
         ],
-        details: "Subscribes, prints each value, then unsubscribes and disconnects.")
+        details: """
+            Subscribes, prints each value, then unsubscribes and disconnects. With --reconnect the
+            connection is kept: after a link loss Able reconnects (waits growing from 0.5 s to 30 s,
+            each attempt bounded by --timeout) and subscribes again; the gap is printed
+            ("interrupted", then "enabled" in JSON) and the count goes on.
+            """)
 
     var target: CharacteristicTarget
     var count: Int?
+    var reconnect: Bool
 
     init(_ arguments: ParsedArguments) throws(UsageError) {
         target = try CharacteristicTarget(arguments)
         count = try arguments.int("count", in: 1...1_000_000)
+        reconnect = arguments.flag("reconnect")
     }
 
     func run(in context: CommandContext) async throws {
         let console = context.console
         let (uuid, count) = (target.uuid, self.count)
-        let received = try await target.withCharacteristic(in: context) { peripheral, characteristic in
-            let values = try await peripheral.notifications(of: characteristic)
-            console.progress(
-                "subscribed to \(uuid)\(count.map { "; waiting for \($0) values" } ?? " (Ctrl-C to stop)")")
-            var received = 0
-            for try await value in values {
-                received += 1
-                console.result(
-                    "\(received): " + value.hex + (value.printableText.map { " \"\($0)\"" } ?? ""),
-                    json: .object([
-                        ("event", "notification"), ("index", .int(received)), ("characteristic", .string("\(uuid)")),
-                        ("value", .bytes(value)),
-                    ]))
-                if let count, received >= count { break }
+        let received: Int
+        if reconnect {
+            received = try await runReconnecting(in: context)
+        } else {
+            received = try await target.withCharacteristic(in: context) { peripheral, characteristic in
+                let values = try await peripheral.notifications(of: characteristic)
+                console.progress(
+                    "subscribed to \(uuid)\(count.map { "; waiting for \($0) values" } ?? " (Ctrl-C to stop)")")
+                var received = 0
+                for try await value in values {
+                    received += 1
+                    print(value, index: received, console: console)
+                    if let count, received >= count { break }
+                }
+                return received
             }
-            return received
         }
         console.result(
             "\(received) value\(received == 1 ? "" : "s") received",
             json: .object([("event", "end"), ("count", .int(received))]))
+    }
+
+    private func print(_ value: [UInt8], index: Int, console: Console) {
+        console.result(
+            "\(index): " + value.hex + (value.printableText.map { " \"\($0)\"" } ?? ""),
+            json: .object([
+                ("event", "notification"), ("index", .int(index)), ("characteristic", .string("\(target.uuid)")),
+                ("value", .bytes(value)),
+            ]))
+    }
+
+    /// Keeps the connection with ``Adapter/withMaintainedConnection(to:policy:isolation:_:)``.
+    private func runReconnecting(in context: CommandContext) async throws -> Int {
+        let console = context.console
+        let adapter = try await context.adapter(target.adapter)
+        let (uuid, service, count) = (target.uuid, target.service, self.count)
+        console.progress("connecting to \(target.address) on \(adapter.name), reconnecting after link losses…")
+        return try await adapter.withMaintainedConnection(
+            to: target.address, policy: ReconnectPolicy(connectTimeout: target.timeout)
+        ) { connection in
+            let states = Task {
+                for await state in connection.connectionStates() { console.progress("\(state)") }
+            }
+            defer { states.cancel() }
+            try await connection.waitUntilConnected(timeout: .seconds(365 * 24 * 3600))
+            let characteristic = try await characteristic(uuid, service: service, of: connection.peripheral)
+            var received = 0
+            for try await event in connection.notifications(of: characteristic) {
+                switch event {
+                case .value(let value):
+                    received += 1
+                    print(value, index: received, console: console)
+                    if let count, received >= count { return received }
+                case .interrupted(let reason):
+                    console.result(
+                        "link lost\(reason.map { " (\($0))" } ?? ""); values sent until it is back are missed",
+                        json: .object([("event", "interrupted"), ("reason", .optional(reason) { .string($0) })]))
+                case .enabled:
+                    console.result(
+                        "subscribed to \(uuid)\(count.map { "; waiting for \($0) values" } ?? " (Ctrl-C to stop)")",
+                        json: .object([("event", "enabled"), ("characteristic", .string("\(uuid)"))]))
+                }
+            }
+            return received
+        }
     }
 }

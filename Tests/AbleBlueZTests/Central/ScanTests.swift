@@ -119,12 +119,12 @@ struct ScanTests {
         }
     }
 
-    @Test func anAdapterThatGoesAwayAloneEndsTheScanAsNotAvailable() async throws {
+    @Test func anAdapterThatGoesAwayAloneEndsTheScanAsAdapterRemoved() async throws {
         try await withScanningAdapter { fake, adapter in
             let scan = try await adapter.scan()
             await fake.connection.unexport("/org/bluez/hci0")
             let error = await #expect(throws: BluetoothError.self) { for try await _ in scan {} }
-            #expect(error?.code == .notAvailable, "\(String(describing: error))")
+            #expect(error?.code == .adapterRemoved, "\(String(describing: error))")
         }
     }
 

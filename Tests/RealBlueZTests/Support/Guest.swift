@@ -48,9 +48,9 @@ enum Guest {
     /// The script returns once the new `bluetoothd` has both adapters powered on D-Bus; its
     /// errors go to this process's standard error.
     /// - Returns: The script's exit status.
-    static func restartBluetoothd() async throws -> Int32 {
+    static func restartBluetoothd(_ action: String = "restart") async throws -> Int32 {
         let script = try #require(environment["ABLE_BLUEZ_RESTART"], "ABLE_BLUEZ_RESTART is not set")
-        return try await run(script, ["restart"])
+        return try await run(script, [action])
     }
 
     /// Runs a program and waits for it to exit; its standard streams are this process's.

@@ -1,0 +1,205 @@
+public import Able
+import AbleStreams
+import Synchronization
+
+/// What a simulated adapter remembers of a device besides its bond (kept in the device's
+/// `paired` set).
+struct KnownDeviceRecord {
+    var name: String?
+    var isTrusted = false
+    var isBlocked = false
+}
+
+extension SimulatedRadio {
+    // MARK: Adapters that come and go
+
+    /// Every adapter on the radio now, sorted by name: what ``/Able/Adapter/all()`` gives on a
+    /// real system.
+    public func adapters() -> [Adapter] {
+        SimulatedAdapterDirectory(radio: self).adapters().map(Adapter.init(backend:))
+    }
+
+    /// The radio's adapters appearing and disappearing: `.added` for every adapter now, then
+    /// ``makeAdapter(name:address:)`` and ``removeAdapter(named:)`` as they happen; what
+    /// ``/Able/Adapter/events()`` gives on a real system, with the same buffering (every event
+    /// kept until consumed).
+    public func adapterEvents() -> AsyncStream<AdapterEvent> {
+        SimulatedAdapterDirectory(radio: self).adapterEvents()
+    }
+
+    /// Removes an adapter, as unplugging it does: its connections drop, its scans and notification
+    /// streams end with ``/Able/BluetoothError/Code/adapterRemoved``, its state becomes absent and
+    /// its operations fail until ``makeAdapter(name:address:)`` adds one of that name again (which
+    /// gets the same address back, and makes the ``/Able/Adapter`` values kept for it work again).
+    ///
+    /// - Parameter name: The adapter's name, such as `hci1`.
+    public func removeAdapter(named name: String) {
+        let removed = state.withLock { state -> (BluetoothAddress, [RadioState.Scan])? in
+            guard let (address, _) = state.adapters.first(where: { $0.value.name == name }) else { return nil }
+            state.adapters[address] = nil
+            state.removedAdapters[name] = address
+            state.devices[address]?.isAdvertising = false
+            let scans = state.scans.filter { $0.value.adapter == address }
+            for id in scans.keys { state.scans[id] = nil }
+            return (address, Array(scans.values))
+        }
+        guard let (address, scans) = removed else { return }
+        let error = BluetoothError(.adapterRemoved, message: "adapter \(name) was removed")
+        for scan in scans {
+            for token in scan.pendingDeliveries { clock.cancel(token) }
+            scan.continuation.finish(throwing: error)
+        }
+        let connections = state.withLock { state in
+            state.connections.filter { $0.central == address || $0.peripheral == address }
+        }
+        for connection in connections {
+            disconnect(
+                central: connection.central, peripheral: connection.peripheral, reason: "adapter \(name) was removed")
+        }
+        let listeners = state.withLock { state in
+            (Array((state.adapterListeners[address] ?? [:]).values), Array(state.adapterEventListeners.values))
+        }
+        for listener in listeners.0 { listener.yield(.absent(name)) }
+        for listener in listeners.1 { listener.yield(.removed(name: name)) }
+    }
+
+    /// Tells the adapter event listeners and the adapter's state listeners that it is present.
+    func adapterAdded(_ address: BluetoothAddress) {
+        let adapter = state.withLock { state in
+            state.adapters[address].map { (name: $0.name, listeners: Array(state.adapterEventListeners.values)) }
+        }
+        guard let adapter else { return }
+        let added = Adapter(backend: SimulatedAdapterBackend(radio: self, name: adapter.name, address: address))
+        for listener in adapter.listeners { listener.yield(.added(added)) }
+        adapterChanged(address)
+    }
+
+    // MARK: Known devices
+
+    /// Makes `adapter` remember `device` (a scan found it, a connection or a pairing made it known).
+    func remember(_ device: BluetoothAddress, by adapter: BluetoothAddress) {
+        let (added, listeners) = state.withLock {
+            state -> (KnownPeripheral?, [AsyncStream<KnownPeripheralEvent>.Continuation]) in
+            guard state.knownDevices[adapter]?[device] == nil else { return (nil, []) }
+            state.knownDevices[adapter, default: [:]][device] = KnownDeviceRecord(
+                name: state.devices[device]?.advertisement?.localName)
+            return (
+                state.knownPeripheral(device, by: adapter),
+                Array((state.knownDeviceListeners[adapter] ?? [:]).values)
+            )
+        }
+        guard let added else { return }
+        for listener in listeners { listener.yield(.added(added)) }
+    }
+
+    /// Makes `adapter` forget `device`: its bond, trust and block go, its connection drops.
+    func forget(_ device: BluetoothAddress, by adapter: BluetoothAddress) throws {
+        let listeners = try state.withLock { state in
+            guard state.knownDevices[adapter]?.removeValue(forKey: device) != nil else {
+                throw BluetoothError(.doesNotExist, message: "\(device) is not known to the adapter")
+            }
+            state.devices[device]?.paired.remove(adapter)
+            return Array((state.knownDeviceListeners[adapter] ?? [:]).values)
+        }
+        disconnect(central: adapter, peripheral: device, reason: "the device was removed")
+        for listener in listeners { listener.yield(.removed(device)) }
+    }
+}
+
+extension RadioState {
+    /// What `adapter` knows of `device`, or `nil` when it does not know it.
+    func knownPeripheral(_ device: BluetoothAddress, by adapter: BluetoothAddress) -> KnownPeripheral? {
+        guard let record = knownDevices[adapter]?[device] else { return nil }
+        let bonded = devices[device]?.paired.contains(adapter) == true
+        return KnownPeripheral(
+            address: device, addressType: .public, name: record.name, isPaired: bonded, isBonded: bonded,
+            isTrusted: record.isTrusted, isBlocked: record.isBlocked,
+            isConnected: connections.contains(Connection(central: adapter, peripheral: device)))
+    }
+}
+
+/// A simulated radio's adapters, listed and followed.
+struct SimulatedAdapterDirectory: AdapterDirectory {
+    let radio: SimulatedRadio
+
+    func adapters() -> [any AdapterBackend] {
+        radio.state.withLock { state in
+            state.adapters.values.sorted { $0.name < $1.name }.map {
+                SimulatedAdapterBackend(radio: radio, name: $0.name, address: $0.address)
+            }
+        }
+    }
+
+    func adapterEvents() -> AsyncStream<AdapterEvent> {
+        let (stream, continuation) = AsyncStream<AdapterEvent>.makeStream()
+        let id = radio.state.withLock { state in
+            // Under the lock, so that no change slips in between the list and the listening.
+            for adapter in state.adapters.values.sorted(by: { $0.name < $1.name }) {
+                continuation.yield(
+                    .added(
+                        Adapter(
+                            backend: SimulatedAdapterBackend(radio: radio, name: adapter.name, address: adapter.address)
+                        )))
+            }
+            let id = state.makeID()
+            state.adapterEventListeners[id] = continuation
+            return id
+        }
+        continuation.onTermination = { [radio] _ in
+            _ = radio.state.withLock { $0.adapterEventListeners.removeValue(forKey: id) }
+        }
+        return stream
+    }
+}
+
+extension SimulatedAdapterBackend: KnownPeripheralsBackend {
+    func knownPeripherals() -> [KnownPeripheral] {
+        radio.state.withLock { state in
+            (state.knownDevices[address] ?? [:]).keys.sorted().compactMap { state.knownPeripheral($0, by: address) }
+        }
+    }
+
+    func knownPeripheralEvents() -> AsyncStream<KnownPeripheralEvent> {
+        let (stream, continuation) = AsyncStream<KnownPeripheralEvent>.makeStream()
+        let id = radio.state.withLock { state in
+            for device in (state.knownDevices[address] ?? [:]).keys.sorted() {
+                if let known = state.knownPeripheral(device, by: address) { continuation.yield(.added(known)) }
+            }
+            let id = state.makeID()
+            state.knownDeviceListeners[address, default: [:]][id] = continuation
+            return id
+        }
+        continuation.onTermination = { [radio, address] _ in
+            _ = radio.state.withLock { $0.knownDeviceListeners[address]?.removeValue(forKey: id) }
+        }
+        return stream
+    }
+}
+
+extension SimulatedPeripheralBackend: BondBackend {
+    var knownPeripheral: KnownPeripheral? {
+        radio.state.withLock { $0.knownPeripheral(address, by: central) }
+    }
+
+    func setTrusted(_ trusted: Bool) async throws {
+        try update { $0.isTrusted = trusted }
+    }
+
+    func setBlocked(_ blocked: Bool) async throws {
+        try update { $0.isBlocked = blocked }
+        if blocked { radio.disconnect(central: central, peripheral: address, reason: "the device was blocked") }
+    }
+
+    func forget() async throws {
+        try radio.forget(address, by: central)
+    }
+
+    private func update(_ change: (inout KnownDeviceRecord) -> Void) throws {
+        try radio.state.withLock { state in
+            guard state.knownDevices[central]?[address] != nil else {
+                throw BluetoothError(.doesNotExist, message: "\(address) is not known to the adapter")
+            }
+            change(&state.knownDevices[central]![address]!)
+        }
+    }
+}

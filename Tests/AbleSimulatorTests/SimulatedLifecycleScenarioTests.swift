@@ -1,0 +1,39 @@
+import Able
+import AbleScenarios
+import AbleSimulator
+import Testing
+
+/// The long-running-app scenarios on the simulated radio: the same ones `RealBlueZTests` runs in
+/// the QEMU guest.
+@Suite(.timeLimit(.minutes(1)))
+struct SimulatedLifecycleScenarioTests {
+    @Test(arguments: LifecycleScenario.allCases)
+    func scenario(_ scenario: LifecycleScenario) async throws {
+        try await scenario.run(on: SimulatedLifecycleScenarioBackend())
+    }
+}
+
+/// Two adapters on a fresh simulated radio, the peripheral's removable.
+struct SimulatedLifecycleScenarioBackend: LifecycleScenarioBackend {
+    let base = SimulatedScenarioBackend()
+
+    var radio: SimulatedRadio { base.radio }
+    var central: Adapter { base.central }
+    var peripheral: Adapter { base.peripheral }
+    var discoveryTimeout: Duration { base.discoveryTimeout }
+    var connectTimeout: Duration { base.connectTimeout }
+
+    func pause(_ duration: Duration) async throws { try await base.pause(duration) }
+    func tearDown() async throws { try await base.tearDown() }
+
+    func adapters() async throws -> [Adapter] { radio.adapters() }
+    func adapterEvents() async throws -> AsyncStream<AdapterEvent> { radio.adapterEvents() }
+    func removePeripheralAdapter() async throws { radio.removeAdapter(named: peripheral.name) }
+    func restorePeripheralAdapter() async throws { _ = radio.makeAdapter(name: peripheral.name) }
+    func restartStack() async throws {}
+
+    func dropLink() async throws {
+        guard let address = await peripheral.state.address else { return }
+        radio.peripheral(address).disconnectAll(reason: "the link dropped")
+    }
+}
