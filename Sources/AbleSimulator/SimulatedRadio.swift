@@ -33,6 +33,9 @@ public final class SimulatedRadio: Sendable {
     /// The clock every delay and timeout of this radio runs on.
     public let clock: SimulatedClock
 
+    /// The write sockets centrals acquired, one per characteristic of a connection.
+    let writeSockets = AcquiredSocketTable<RadioState.SubscriptionKey>()
+
     /// A radio with no adapters and no peripherals.
     ///
     /// - Parameter clock: Its clock; by default an automatic one (see ``SimulatedClock``).
