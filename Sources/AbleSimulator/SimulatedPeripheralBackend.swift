@@ -149,7 +149,8 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
 
     /// Writes as BlueZ's client does: a value that fits one PDU, at offset 0 and not reliably,
     /// in one request or command; otherwise a long write, pieces of the MTU less 5 bytes
-    /// prepared in order (each offered to a server that authorizes prepared writes) and then
+    /// prepared in order (the first offered to a server that authorizes prepared writes, as BlueZ
+    /// does) and then
     /// executed in order.
     func write(_ value: [UInt8], to characteristic: GATTCharacteristic, type: WriteType, offset: Int) async throws {
         let mtu = self.mtu
@@ -168,12 +169,12 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
         }
         let kind: WriteRequest.Kind = type == .reliable ? .reliable : .request
         try await attribute { core, id in
-            if core.characteristic(id).permissions.contains(.authorizePreparedWrites) {
-                for piece in pieces {
-                    try await core.write(
-                        id, value: piece.value, offset: piece.offset, kind: kind, central: central, mtu: mtu,
-                        prepared: true)
-                }
+            // BlueZ asks the server to authorize the first prepared piece of a write only: once
+            // authorized, the rest of the queue is, until it is executed.
+            if core.characteristic(id).permissions.contains(.authorizePreparedWrites), let first = pieces.first {
+                try await core.write(
+                    id, value: first.value, offset: first.offset, kind: kind, central: central, mtu: mtu,
+                    prepared: true)
             }
             for piece in pieces {
                 try await core.write(

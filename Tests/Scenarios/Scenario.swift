@@ -12,6 +12,9 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
     case subscriptionAndConnectionEvents
     case l2capEcho
     case seed002
+    case writeWithoutResponseThroughTheSocket
+    case notificationsThroughTheSocket
+    case longAndReliableWrites
 
     public var testDescription: String { rawValue }
 
@@ -27,6 +30,9 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
             case .subscriptionAndConnectionEvents: try await Self.subscriptionAndConnectionEvents(backend)
             case .l2capEcho: try await Self.l2capEcho(backend)
             case .seed002: try await Self.seed002(backend)
+            case .writeWithoutResponseThroughTheSocket: try await Self.writeWithoutResponseThroughTheSocket(backend)
+            case .notificationsThroughTheSocket: try await Self.notificationsThroughTheSocket(backend)
+            case .longAndReliableWrites: try await Self.longAndReliableWrites(backend)
             }
         } cleanup: {
             do {
