@@ -10,6 +10,26 @@ import AbleStreams
 /// end and the simulated peripheral serving the other, with BlueZ's rules: a write socket only
 /// for a characteristic that allows write without response, values up to the link's MTU less
 /// 3 bytes, the socket closed when the link ends.
+/// The checks of the values in flight through the simulated sockets, one per socket: a value
+/// between the two ends runs on dispatch sources and tasks the simulated clock does not see, so
+/// a quiet spell waits while one is in flight.
+final class SocketTraffic: Sendable {
+    private let checks = LockedValue<[UInt64: @Sendable () -> Bool]>([:])
+    private let nextID = LockedValue<UInt64>(0)
+
+    var isBusy: Bool { checks.value.values.contains { $0() } }
+
+    /// Adds a check; returns what removes it.
+    func watch(_ check: @escaping @Sendable () -> Bool) -> @Sendable () -> Void {
+        let id = nextID.withLock { id in
+            id += 1
+            return id
+        }
+        checks.withLock { $0[id] = check }
+        return { [checks] in _ = checks.withLock { $0.removeValue(forKey: id) } }
+    }
+}
+
 extension SimulatedRadio {
     /// Releases the write sockets of a link that ended; their peripheral ends then stop.
     func releaseWriteSockets(between central: BluetoothAddress, and peripheral: BluetoothAddress) {
@@ -46,18 +66,28 @@ extension SimulatedPeripheralBackend {
             }
             // The peripheral's side: each message is one Write Command, applied in order; like
             // BlueZ, it reports nothing back, and applies nothing once the link is gone.
-            Task { [central] in
+            let socket = try AcquiredSocket(socket: mine, attMTU: mtu)
+            let applying = LockedValue(false)
+            let unwatch = radio.socketTraffic.watch { [weak socket] in
+                applying.value || peripheralEnd.bufferedPacketCount > 0 || (socket?.unreadByteCount ?? 0) > 0
+            }
+            Task { [central, clock = radio.clock] in
                 do {
                     for try await value in peripheralEnd.packets {
                         guard isConnected() else { break }
+                        applying.value = true
+                        clock.noteActivity()
                         try? await core.write(
                             key.attribute, value: value, offset: 0, kind: .command,
                             central: Central(address: central), mtu: mtu)
+                        applying.value = false
                     }
                 } catch {}
+                applying.value = false
+                unwatch()
                 await peripheralEnd.close()
             }
-            return .acquired(try AcquiredSocket(socket: mine, attMTU: mtu))
+            return .acquired(socket)
         }
     }
 
@@ -91,10 +121,17 @@ extension SimulatedPeripheralBackend {
                 continuation.finish(
                     throwing: BluetoothError(.disconnected, message: "the notification socket of \(uuid) closed"))
             })
-        Task {
+        let unwatch = radio.socketTraffic.watch { [weak socket] in
+            peripheralEnd.unreadByteCount > 0 || (socket?.channel.bufferedPacketCount ?? 0) > 0
+        }
+        Task { [clock = radio.clock] in
             do {
-                while let value = try await relay.nextBytes() { try await peripheralEnd.send(value) }
+                while let value = try await relay.nextBytes() {
+                    try await peripheralEnd.send(value)
+                    clock.noteActivity()
+                }
             } catch {}
+            unwatch()
             await peripheralEnd.close()
         }
         do {

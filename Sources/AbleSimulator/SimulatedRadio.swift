@@ -35,6 +35,8 @@ public final class SimulatedRadio: Sendable {
 
     /// The write sockets centrals acquired, one per characteristic of a connection.
     let writeSockets = AcquiredSocketTable<RadioState.SubscriptionKey>()
+    /// What the acquired sockets carry and the clock cannot see.
+    let socketTraffic = SocketTraffic()
 
     /// A radio with no adapters and no peripherals.
     ///
@@ -42,6 +44,7 @@ public final class SimulatedRadio: Sendable {
     public init(clock: SimulatedClock = SimulatedClock()) {
         self.clock = clock
         clock.addBusyCheck { [weak self] in self?.hasUntakenDeliveries ?? false }
+        clock.addBusyCheck { [socketTraffic] in socketTraffic.isBusy }
     }
 
     /// Whether a scan or notification stream of this radio holds values its consumer has not

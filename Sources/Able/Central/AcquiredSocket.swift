@@ -67,12 +67,7 @@ package final class AcquiredSocket: Sendable {
     }
 
     /// How many bytes sent into the socket its peer has not read yet (`ioctl(SIOCOUTQ)`).
-    package var unreadByteCount: Int {
-        var count: CInt = 0
-        // SIOCOUTQ (TIOCOUTQ): for AF_UNIX, the bytes of the messages the peer has not taken.
-        guard ioctl(channel.core.socket, UInt(0x5411), &count) == 0 else { return 0 }
-        return Int(count)
-    }
+    package var unreadByteCount: Int { channel.unreadByteCount }
 
     /// Closes the socket, which releases it in the backend, after the peer has read what was
     /// sent (at most `drainLimit` later), since BlueZ drops what it had not read when it sees the
@@ -85,5 +80,15 @@ package final class AcquiredSocket: Sendable {
         }
         await channel.close()
         ended.value = true
+    }
+}
+
+extension L2CAPChannel {
+    /// How many bytes sent into the socket its peer has not read yet (`ioctl(SIOCOUTQ)`; for
+    /// `AF_UNIX`, the bytes of the messages the peer has not taken).
+    package nonisolated var unreadByteCount: Int {
+        var count: CInt = 0
+        guard ioctl(core.socket, UInt(0x5411), &count) == 0 else { return 0 }
+        return Int(count)
     }
 }
