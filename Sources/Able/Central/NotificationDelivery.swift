@@ -26,6 +26,12 @@ public struct NotificationDelivery: Sendable, Hashable, CustomStringConvertible 
 
     /// The characteristic's own socket (BlueZ `AcquireNotify`); notifications only.
     ///
+    /// Able reads the socket as values arrive, on dispatch sources, straight into the stream's
+    /// buffer, whose policy is the same as on the bus (see ``NotificationStream``). BlueZ itself
+    /// drops a notification it cannot write because the socket is full (about 200 values unread
+    /// by the kernel's default buffer): that happens only while this process is not scheduled
+    /// at all, and such a value is not counted in ``NotificationStream/droppedCount``.
+    ///
     /// Subscribing throws what BlueZ answers when it refuses: ``BluetoothError/Code/notSupported``
     /// when the characteristic does not notify, ``BluetoothError/Code/notPermitted`` when another
     /// client holds the socket, ``BluetoothError/Code/inProgress`` when a client has started
