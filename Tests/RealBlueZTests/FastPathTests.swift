@@ -5,7 +5,7 @@ import Testing
 extension RealBlueZ {
     /// The GATT client's sockets (`AcquireWrite`, `AcquireNotify`) and its long and reliable
     /// writes, between hci0 and Able's own server on hci1.
-    @Suite(.timeLimit(.minutes(3)))
+    @Suite(.timeLimit(.minutes(5)))
     struct FastPaths {
         /// The central's BlueZ object of the characteristic with `uuid`.
         static func characteristicObject(_ uuid: BluetoothUUID, rig: Rig) async throws -> DBusObjectPath {
@@ -34,8 +34,8 @@ extension RealBlueZ {
             }
             try await withRig { rig in
                 try await rig.withConnectedServer(definition, advertising: [service]) { _, peripheral in
-                    let characteristic = try await peripheral.characteristic(sink)
-                    let size = await peripheral.maximumWriteLength(for: characteristic, type: .withoutResponse)
+                    // Firmware-style: 20-byte packets, what the smallest MTU allows.
+                    let size = 20
                     let count = 10_000
                     let packets = (0..<count).map { index in
                         (0..<size).map { byte in byte < 4 ? UInt8(truncatingIfNeeded: index >> (8 * byte)) : 0xA5 }
@@ -45,7 +45,7 @@ extension RealBlueZ {
                     #expect(lastReported == count)
                     let path = try await Self.characteristicObject(sink.uuid, rig: rig)
                     #expect(await Self.flag("WriteAcquired", of: path, rig: rig) == true)
-                    try await eventually("the server to receive \(count) packets", timeout: .seconds(120)) {
+                    try await eventually("the server to receive \(count) packets", timeout: .seconds(180)) {
                         received.all.count >= count
                     }
                     #expect(received.all.count == count)
@@ -89,7 +89,15 @@ extension RealBlueZ {
                         try await server.notify(counter, value: [UInt8(value >> 8), UInt8(value & 0xFF)])
                     }
                     let received = try await consumer.value
-                    #expect(received == (0..<count).map { [UInt8($0 >> 8), UInt8($0 & 0xFF)] })
+                    // Exactly `count` values, none twice. BlueZ sends notifications over every
+                    // EATT bearer it has (two between these controllers), so the central can get
+                    // runs of them swapped: seen with 1000 on 5.66. Able's own path keeps the
+                    // socket's order (AcquiredSocketTests on the D-Bus tier).
+                    let numbers = received.map { Int($0[0]) << 8 | Int($0[1]) }
+                    #expect(numbers.count == count)
+                    #expect(Set(numbers).count == count)
+                    #expect(numbers.allSatisfy { (0..<(count + 2)).contains($0) })
+                    if count <= 5 { #expect(numbers == Array(0..<count)) }
                     try await eventually("the subscription to stop") { await !server.isSubscribed(counter.uuid) }
                     #expect(await Self.flag("NotifyAcquired", of: path, rig: rig) != true)
                     #expect(await peripheral.isConnected)
@@ -97,9 +105,11 @@ extension RealBlueZ {
             }
         }
 
-        @Test func aLongWriteOf512BytesAndAReliableWriteReachTheServerWithTheirOffsets() async throws {
-            let service = BluetoothUUID.random()
-            let record = CharacteristicID(.random(), service: service)
+        /// The server that sees the offsets: the prepared write's first piece (to authorize) and
+        /// then every piece.
+        static func recordingServer(_ service: BluetoothUUID, _ record: CharacteristicID) -> (
+            GATTServerDefinition, Recorder<(offset: Int, count: Int, isPrepared: Bool)>
+        ) {
             let writes = Recorder<(offset: Int, count: Int, isPrepared: Bool)>()
             let definition = GATTServerDefinition {
                 Service(service) {
@@ -112,27 +122,54 @@ extension RealBlueZ {
                     return .store
                 }
             }
+            return (definition, writes)
+        }
+
+        @Test(
+            .needsBlueZ(
+                5, 69,
+                "BlueZ before 5.69 refuses a Prepare Write whose value, offset and 4-byte header pass 512 bytes (shared/gatt-server.c check_length), which a long write of 512 bytes at MTU 517 sends"
+            ))
+        func aLongWriteOf512BytesReachesTheServerWithItsOffsets() async throws {
+            let service = BluetoothUUID.random()
+            let record = CharacteristicID(.random(), service: service)
+            let (definition, writes) = Self.recordingServer(service, record)
             try await withRig { rig in
                 try await rig.withConnectedServer(definition, advertising: [service]) { server, peripheral in
-                    // 512 bytes at offset 0 fit one PDU at BlueZ's MTU of 517: at offset 1 they are a long write.
-                    let value = (0..<511).map { UInt8($0 & 0xFF) }
-                    try await peripheral.write([0xFF], to: record)
-                    try await peripheral.write(value, to: record, offset: 1)
-                    #expect(await server.value(of: record.uuid) == [0xFF] + value)
-                    #expect(try await peripheral.read(record) == [0xFF] + value)
-                    let long = writes.all.dropFirst()
-                    #expect(long.first.map { ($0.offset, $0.isPrepared) } ?? (-1, false) == (1, true))
-                    let executed = long.filter { !$0.isPrepared }
-                    #expect(executed.map(\.count).reduce(0, +) == 511)
-                    #expect(executed.first?.offset == 1)
+                    // 512 bytes at offset 0 fit one Write Request at BlueZ's MTU of 517: reliably,
+                    // they are a long write (Prepare Write Requests, then Execute).
+                    let value = (0..<512).map { UInt8($0 & 0xFF) }
+                    try await peripheral.write(value, to: record, type: .reliable)
+                    #expect(await server.value(of: record.uuid) == value)
+                    #expect(try await peripheral.read(record) == value)
+                    let pieces = writes.all
+                    #expect(pieces.first.map { ($0.offset, $0.isPrepared) } ?? (-1, false) == (0, true))
+                    let executed = pieces.filter { !$0.isPrepared }
+                    #expect(executed.map(\.count).reduce(0, +) == 512)
+                    #expect(executed.first?.offset == 0)
+                }
+            }
+        }
+
+        @Test func aReliableWriteAndAWriteAtAnOffsetReachTheServerWithTheirOffsets() async throws {
+            let service = BluetoothUUID.random()
+            let record = CharacteristicID(.random(), service: service)
+            let (definition, writes) = Self.recordingServer(service, record)
+            try await withRig { rig in
+                try await rig.withConnectedServer(definition, advertising: [service]) { server, peripheral in
+                    let value = Array(repeating: UInt8(0x3C), count: 300)
+                    try await peripheral.write(value, to: record, type: .reliable)
+                    #expect(await server.value(of: record.uuid) == value)
+                    let reliable = writes.all
+                    #expect(reliable.first.map { ($0.offset, $0.isPrepared) } ?? (-1, false) == (0, true))
+                    #expect(reliable.filter { !$0.isPrepared }.map(\.count).reduce(0, +) == 300)
 
                     let before = writes.all.count
-                    let reliable = Array(repeating: UInt8(0x3C), count: 512)
-                    try await peripheral.write(reliable, to: record, type: .reliable)
-                    #expect(await server.value(of: record.uuid) == reliable)
+                    try await peripheral.write([0xAA, 0xBB], to: record, offset: 298)
+                    #expect(try await peripheral.read(record) == Array(value.prefix(298)) + [0xAA, 0xBB])
                     let pieces = writes.all.dropFirst(before)
-                    #expect(pieces.first.map { ($0.offset, $0.isPrepared) } ?? (-1, false) == (0, true))
-                    #expect(pieces.filter { !$0.isPrepared }.map(\.count).reduce(0, +) == 512)
+                    #expect(pieces.map { $0.offset } == [298, 298])
+                    #expect(pieces.map { $0.isPrepared } == [true, false])
                 }
             }
         }

@@ -125,7 +125,9 @@ extension Scenario {
             }
         }
         try await withConnection(backend, serving: definition, advertising: service) { _, peripheral in
-            let value = (0..<512).map { UInt8($0 & 0xFF) }
+            // 300 bytes: BlueZ before 5.69 refuses a prepared piece that with its offset and 4-byte
+            // header passes 512 bytes, and at MTU 517 one piece carries up to 512.
+            let value = (0..<300).map { UInt8($0 & 0xFF) }
             try await peripheral.write(value, to: record, type: .reliable)
             #expect(try await peripheral.read(record) == value)
             let reliable = writes.all
@@ -133,15 +135,15 @@ extension Scenario {
             #expect(reliable.first.map { ($0.offset, $0.isPrepared) } ?? (-1, false) == (0, true))
             let executed = reliable.filter { !$0.isPrepared }
             #expect(reliable.count == executed.count + 1)
-            #expect(executed.map(\.count).reduce(0, +) == 512)
+            #expect(executed.map(\.count).reduce(0, +) == 300)
             #expect(
                 executed.map(\.offset) == executed.indices.map { index in executed[..<index].map(\.count).reduce(0, +) }
             )
 
             // A write at an offset is a long write: its piece arrives at that offset.
-            try await peripheral.write([0xAA, 0xBB], to: record, offset: 510)
-            #expect(try await peripheral.read(record) == Array(value.prefix(510)) + [0xAA, 0xBB])
-            #expect(writes.all.last.map { ($0.offset, $0.count, $0.isPrepared) } ?? (0, 0, true) == (510, 2, false))
+            try await peripheral.write([0xAA, 0xBB], to: record, offset: 298)
+            #expect(try await peripheral.read(record) == Array(value.prefix(298)) + [0xAA, 0xBB])
+            #expect(writes.all.last.map { ($0.offset, $0.count, $0.isPrepared) } ?? (0, 0, true) == (298, 2, false))
 
             // A handler that refuses the prepared write refuses it whole, with its ATT error.
             let refused = await #expect(throws: BluetoothError.self) {

@@ -119,3 +119,25 @@ struct AcquiredSocketTests {
         }
     }
 }
+
+extension AcquiredSocketTests {
+    @Test func manyNotificationsFromTheSocketArriveInOrder() async throws {
+        try await peripheralTests.withDevice { _, device, _, peripheral in
+            device.acquireAnswer.value = nil
+            try await peripheral.connect(timeout: .seconds(5))
+            let stream = try await peripheral.notifications(of: SeedCharacteristic.b2, delivery: .socket)
+            let end = try #require(device.socketEnds.value["AcquireNotify:char0024"])
+            let count = 20_000
+            let sender = Task.detached {
+                for value in 0..<count {
+                    let message: [UInt8] = [UInt8(value >> 8), UInt8(value & 0xFF), 0, 0, 0, 0, 0, 0]
+                    while message.withUnsafeBytes({ send(end, $0.baseAddress, $0.count, 0) }) < 0 {}
+                }
+            }
+            var received: [Int] = []
+            for try await value in stream.prefix(count) { received.append(Int(value[0]) << 8 | Int(value[1])) }
+            await sender.value
+            #expect(received == (0..<count).map { $0 & 0xFFFF })
+        }
+    }
+}
