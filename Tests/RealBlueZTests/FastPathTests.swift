@@ -17,6 +17,11 @@ extension RealBlueZ {
             return try #require(found?.key, "BlueZ has no characteristic \(uuid) on hci0")
         }
 
+        /// The index a firmware packet carries in its first 4 bytes.
+        static func index(_ packet: [UInt8]) -> Int {
+            packet.prefix(4).enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
+        }
+
         static func flag(_ name: String, of path: DBusObjectPath, rig: Rig) async -> Bool? {
             try? await rig.bus.bluezProperty(name, of: "org.bluez.GattCharacteristic1", at: path, as: Bool.self)
         }
@@ -51,7 +56,12 @@ extension RealBlueZ {
                         received.all.count >= count
                     }
                     #expect(received.all.count == count)
-                    #expect(received.all == packets, "\(size)-byte packets arrived out of order or altered")
+                    // Complete, unaltered, none twice. The order on the air is BlueZ's: it sends
+                    // Write Commands over every EATT bearer, and on 5.66 the server saw packets
+                    // 1 and 2 swapped once in 1,000. Able's socket keeps the order it was given
+                    // (AcquiredSocketTests, simulator scenario).
+                    let sortedByIndex = received.all.sorted { Self.index($0) < Self.index($1) }
+                    #expect(sortedByIndex == packets, "\(size)-byte packets were lost, altered or duplicated")
 
                     // Released on disconnect, acquired again after reconnecting.
                     try await peripheral.disconnect()
