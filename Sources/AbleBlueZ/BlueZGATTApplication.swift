@@ -150,7 +150,7 @@ final class BlueZGATTApplication: GATTServerBackend {
         let result = await Result {
             try await core.write(
                 id, value: value, offset: offset(options), kind: kind(options), central: central(options),
-                mtu: mtu(options))
+                mtu: mtu(options), prepared: (try? options.decode("prepare-authorize", as: Bool.self)) == true)
         }
         try result.mapError { reply($0) }.get()
         return []

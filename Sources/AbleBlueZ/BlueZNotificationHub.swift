@@ -28,6 +28,11 @@ final class BlueZNotificationHub: Sendable {
             return change.isOnlyChange
         }
 
+        /// Hands a value from the characteristic's socket to every stream.
+        func yield(_ value: [UInt8]) {
+            for consumer in consumers.withLock({ $0 }) { consumer.stream.yieldBytes(value) }
+        }
+
         func add(_ stream: NotificationStream.Continuation, id: UInt64) {
             consumers.withLock { $0.append((id, stream)) }
         }
@@ -50,8 +55,19 @@ final class BlueZNotificationHub: Sendable {
         }
     }
 
+    /// Whether a new subscription asks BlueZ for the characteristic's socket (`AcquireNotify`).
+    enum SocketChoice {
+        case never
+        /// The socket if BlueZ grants it, the bus if it refuses.
+        case preferred
+        /// The socket, or BlueZ's refusal.
+        case required
+    }
+
     private struct Entry {
         let fanout: Fanout
+        /// The acquired socket the values come from, if they do not come from the bus.
+        let socket: AcquiredSocket?
         /// Ends the fan-out's place in the object tree.
         let stopReceiving: @Sendable () -> Void
         let watcher: Task<Void, Never>
@@ -64,7 +80,7 @@ final class BlueZNotificationHub: Sendable {
     /// Adds a stream to a characteristic's notifications, starting them in BlueZ if it is the first.
     func add(
         _ continuation: NotificationStream.Continuation, for characteristic: DBusObjectPath, device: DBusObjectPath,
-        system: BlueZSystem
+        system: BlueZSystem, socket choice: SocketChoice = .never
     ) async throws {
         let id = nextID.add(1, ordering: .relaxed).newValue
         try await queue.withLock { [self] in
@@ -74,26 +90,16 @@ final class BlueZNotificationHub: Sendable {
             }
             let fanout = Fanout()
             fanout.add(continuation, id: id)
-            // Attach before StartNotify, so the first value is not lost.
-            let stopReceiving = system.tree.receiveValues(
-                of: characteristic, deliver: fanout.deliver,
-                onConnectionLost: { error in
-                    fanout.finishAll(
-                        throwing: BluetoothError(
-                            .daemonUnavailable, message: "the bus connection was lost", cause: error))
-                })
-            // Followed from before StartNotify, so that the characteristic or its device going
-            // away while BlueZ answers is seen too.
+            // Followed from before the socket or StartNotify, so that the characteristic or its
+            // device going away while BlueZ answers is seen too.
             let changes = system.tree.changes()
-            do {
-                _ = try await system.call(characteristic, BlueZPeripheralBackend.characteristic, "StartNotify")
-            } catch {
-                stopReceiving()
-                // BlueZ may have started notifying although the answer never reached us (the task
-                // was cancelled while waiting, or the call timed out): stop it, from a task that
-                // is not cancelled. Refused StartNotify calls make this a harmless error.
-                await system.callEvenIfCancelled(characteristic, BlueZPeripheralBackend.characteristic, "StopNotify")
-                throw error
+            var socket: AcquiredSocket?
+            if choice != .never {
+                socket = try await acquireSocket(for: characteristic, feeding: fanout, system: system, choice: choice)
+            }
+            var stopReceiving: @Sendable () -> Void = {}
+            if socket == nil {
+                stopReceiving = try await startNotify(characteristic, feeding: fanout, system: system)
             }
             let watcher = Task { [tree = system.tree] in
                 // Gone already (removed while StartNotify was answered, before any value), or when
@@ -116,7 +122,8 @@ final class BlueZNotificationHub: Sendable {
                 fanout.finishAll(throwing: BluetoothError(.disconnected, message: "the peripheral disconnected"))
             }
             entries.withLock {
-                $0[characteristic] = Entry(fanout: fanout, stopReceiving: stopReceiving, watcher: watcher)
+                $0[characteristic] = Entry(
+                    fanout: fanout, socket: socket, stopReceiving: stopReceiving, watcher: watcher)
             }
         }
         continuation.onTermination { [self] in
@@ -131,7 +138,66 @@ final class BlueZNotificationHub: Sendable {
         entries.withLock { $0[characteristic] = nil }
         entry.stopReceiving()
         entry.watcher.cancel()
-        _ = try? await system.call(characteristic, BlueZPeripheralBackend.characteristic, "StopNotify")
+        if let socket = entry.socket {
+            // Closing the socket is how a client releases it; BlueZ then disables notifications.
+            await socket.release(drainLimit: .zero)
+        } else {
+            _ = try? await system.call(characteristic, BlueZPeripheralBackend.characteristic, "StopNotify")
+        }
+    }
+
+    /// Attaches `fanout` to the characteristic's `PropertiesChanged` and starts notifications in
+    /// BlueZ; returns what detaches it.
+    private func startNotify(_ characteristic: DBusObjectPath, feeding fanout: Fanout, system: BlueZSystem)
+        async throws -> @Sendable () -> Void
+    {
+        // Attach before StartNotify, so the first value is not lost.
+        let stopReceiving = system.tree.receiveValues(
+            of: characteristic, deliver: fanout.deliver,
+            onConnectionLost: { error in
+                fanout.finishAll(
+                    throwing: BluetoothError(.daemonUnavailable, message: "the bus connection was lost", cause: error))
+            })
+        do {
+            _ = try await system.call(characteristic, BlueZPeripheralBackend.characteristic, "StartNotify")
+        } catch {
+            stopReceiving()
+            // BlueZ may have started notifying although the answer never reached us (the task
+            // was cancelled while waiting, or the call timed out): stop it, from a task that
+            // is not cancelled. Refused StartNotify calls make this a harmless error.
+            await system.callEvenIfCancelled(characteristic, BlueZPeripheralBackend.characteristic, "StopNotify")
+            throw error
+        }
+        return stopReceiving
+    }
+
+    /// Acquires the characteristic's notification socket, feeding `fanout`; `nil` when BlueZ
+    /// refuses and the choice lets the bus take over.
+    ///
+    /// BlueZ enables notifications before it answers, and writes each one to the socket as a
+    /// message, so no value is lost before the first. A refusal (`NotSupported` for a
+    /// characteristic that does not notify, `NotPermitted` when another client holds the socket,
+    /// `InProgress` when a client started notifications on the bus) keeps BlueZ's code.
+    private func acquireSocket(
+        for characteristic: DBusObjectPath, feeding fanout: Fanout, system: BlueZSystem, choice: SocketChoice
+    ) async throws -> AcquiredSocket? {
+        do {
+            let (descriptor, mtu) = try await BlueZPeripheralBackend.acquire(
+                "AcquireNotify", characteristic, system: system)
+            return try AcquiredSocket(
+                socket: descriptor, attMTU: mtu, onValue: fanout.yield,
+                onEnd: {
+                    fanout.finishAll(
+                        throwing: BluetoothError(
+                            .disconnected, message: "BlueZ closed the notification socket of \(characteristic)"))
+                })
+        } catch let error as BluetoothError
+            where choice == .preferred
+            && (BlueZPeripheralBackend.refusesForGood(error) || error.code == .notPermitted
+                || error.code == .inProgress)
+        {
+            return nil
+        }
     }
 
     /// Waits until the subscriptions ended so far have been stopped in BlueZ.

@@ -68,8 +68,10 @@ struct BlueZPeripheralBackend: PeripheralBackend {
 
     func disconnect() async throws {
         guard properties != nil else { return }
-        // Stop what ended just before (StopNotify) ahead of the link.
+        // Stop what ended just before (StopNotify) ahead of the link, and let BlueZ send what
+        // the write sockets hold.
         await system.notifications.drain()
+        await releaseSockets()
         do {
             _ = try await system.call(path, Self.device, "Disconnect")
         } catch let error as BluetoothError where error.code == .notConnected {
@@ -150,7 +152,7 @@ struct BlueZPeripheralBackend: PeripheralBackend {
         }
     }
 
-    private func objectPath(_ id: RemoteAttributeID) throws -> DBusObjectPath {
+    func objectPath(_ id: RemoteAttributeID) throws -> DBusObjectPath {
         guard let path = id.path(device: path), system.tree.interfaces(at: path) != nil else {
             throw BluetoothError(
                 .doesNotExist, message: "the attribute is gone: \(address) changed its services or disconnected")
@@ -166,12 +168,17 @@ struct BlueZPeripheralBackend: PeripheralBackend {
         return try reply.first.unwrapped("ReadValue").decode([UInt8].self)
     }
 
-    func write(_ value: [UInt8], to characteristic: GATTCharacteristic, type: WriteType) async throws {
+    func write(_ value: [UInt8], to characteristic: GATTCharacteristic, type: WriteType, offset: Int) async throws {
         let path = try objectPath(characteristic.id)
+        let bluezType =
+            switch type {
+            case .withResponse: "request"
+            case .withoutResponse: "command"
+            case .reliable: "reliable"
+            }
+        let options = Self.options(offset: offset, type: bluezType)
         _ = try await request("write of \(characteristic.uuid)") {
-            try await system.call(
-                path, Self.characteristic, "WriteValue",
-                [.bytes(value), Self.options(type: type == .withResponse ? "request" : "command")])
+            try await system.call(path, Self.characteristic, "WriteValue", [.bytes(value), options])
         }
     }
 
@@ -231,11 +238,18 @@ struct BlueZPeripheralBackend: PeripheralBackend {
             .flatMap { $0 }.map(Int.init)
     }
 
-    func subscribe(to characteristic: GATTCharacteristic, into continuation: NotificationStream.Continuation)
-        async throws
-    {
+    func subscribe(
+        to characteristic: GATTCharacteristic, into continuation: NotificationStream.Continuation,
+        delivery: NotificationDelivery
+    ) async throws {
+        let socket: BlueZNotificationHub.SocketChoice =
+            switch delivery.kind {
+            case .bus: .never
+            case .socket: .required
+            case .automatic: characteristic.properties.contains(.notify) ? .preferred : .never
+            }
         try await system.notifications.add(
-            continuation, for: try objectPath(characteristic.id), device: path, system: system)
+            continuation, for: try objectPath(characteristic.id), device: path, system: system, socket: socket)
     }
 
     static func options(offset: Int = 0, type: String? = nil) -> DBusValue {

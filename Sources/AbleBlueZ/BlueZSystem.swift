@@ -9,6 +9,8 @@ package final class BlueZSystem: Sendable {
     let tree: BlueZObjectTree
     let discovery: BlueZDiscoveryCoordinator
     let notifications = BlueZNotificationHub()
+    /// The characteristics' acquired write sockets (`AcquireWrite`), by characteristic path.
+    let writeSockets = AcquiredSocketTable<DBusObjectPath>()
 
     static let service = "org.bluez"
     private static let sharedSystem = Lock<BlueZSystem?>(nil)

@@ -140,7 +140,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
         return stream
     }
 
-    private func core() throws -> GATTServerCore {
+    func core() throws -> GATTServerCore {
         guard isConnected else { throw BluetoothError(.notConnected, message: "\(address) is not connected") }
         guard let core = radio.state.withLock({ $0.devices[address]?.core }) else {
             throw BluetoothError(.disconnected, message: "\(address) stopped serving")
@@ -175,11 +175,39 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             characteristic.id)
     }
 
-    func write(_ value: [UInt8], to characteristic: GATTCharacteristic, type: WriteType) async throws {
-        try await attribute {
-            try await $0.write(
-                $1, value: value, offset: 0, kind: type == .withResponse ? .request : .command,
-                central: Central(address: central), mtu: mtu)
+    /// Writes as BlueZ's client does: a value that fits one PDU, at offset 0 and not reliably,
+    /// in one request or command; otherwise a long write, pieces of the MTU less 5 bytes
+    /// prepared in order (the first offered to a server that authorizes prepared writes, as BlueZ
+    /// does) and then
+    /// executed in order.
+    func write(_ value: [UInt8], to characteristic: GATTCharacteristic, type: WriteType, offset: Int) async throws {
+        let mtu = self.mtu
+        let central = Central(address: central)
+        guard type == .reliable || offset > 0 || value.count > mtu - 3 else {
+            try await attribute {
+                try await $0.write(
+                    $1, value: value, offset: 0, kind: type == .withoutResponse ? .command : .request,
+                    central: central, mtu: mtu)
+            }(characteristic.id)
+            return
+        }
+        let pieceLength = max(mtu - 5, 1)
+        let pieces = stride(from: 0, to: max(value.count, 1), by: pieceLength).map { start in
+            (offset: offset + start, value: Array(value[start..<min(start + pieceLength, value.count)]))
+        }
+        let kind: WriteRequest.Kind = type == .reliable ? .reliable : .request
+        try await attribute { core, id in
+            // BlueZ asks the server to authorize the first prepared piece of a write only: once
+            // authorized, the rest of the queue is, until it is executed.
+            if core.characteristic(id).permissions.contains(.authorizePreparedWrites), let first = pieces.first {
+                try await core.write(
+                    id, value: first.value, offset: first.offset, kind: kind, central: central, mtu: mtu,
+                    prepared: true)
+            }
+            for piece in pieces {
+                try await core.write(
+                    id, value: piece.value, offset: piece.offset, kind: kind, central: central, mtu: mtu)
+            }
         }(characteristic.id)
     }
 
@@ -244,17 +272,33 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
         }
     }
 
-    private var mtu: Int { radio.state.withLock { $0.devices[address]?.mtu ?? 23 } }
+    var mtu: Int { radio.state.withLock { $0.devices[address]?.mtu ?? 23 } }
 
     func mtu(of characteristic: GATTCharacteristic) -> Int? { mtu }
 
-    func subscribe(to characteristic: GATTCharacteristic, into continuation: NotificationStream.Continuation)
-        async throws
-    {
+    func subscribe(
+        to characteristic: GATTCharacteristic, into continuation: NotificationStream.Continuation,
+        delivery: NotificationDelivery
+    ) async throws {
         let core = try core()
         guard let id = AttributeID(remote: characteristic.id) else {
             throw BluetoothError(.doesNotExist, message: "no attribute \(characteristic.id)")
         }
+        _ = core
+        let throughSocket =
+            switch delivery.kind {
+            case .bus: false
+            case .socket, .automatic: characteristic.properties.contains(.notify)
+            }
+        if throughSocket {
+            try subscribeThroughSocket(to: characteristic, into: continuation) { register($0, to: id) }
+        } else {
+            register(continuation, to: id)
+        }
+    }
+
+    /// Adds a stream to the attribute's subscribers, and takes it out when it ends.
+    private func register(_ continuation: NotificationStream.Continuation, to id: AttributeID) {
         let key = RadioState.SubscriptionKey(central: central, peripheral: address, attribute: id)
         continuation.setHandOffObserver { [clock = radio.clock] in clock.handOffEnded() }
         let (subscriptionID, first, events) = radio.state.withLock { state in
@@ -263,7 +307,6 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             state.subscriptions[key, default: [:]][subscriptionID] = continuation
             return (subscriptionID, first, state.devices[address]?.events)
         }
-        _ = core
         // BlueZ does not tell a GATT server which central subscribed.
         if first { events?.subscriptionChanged(nil, id, true) }
         continuation.onTermination { [radio] in

@@ -38,6 +38,7 @@ extension SimulatedRadio {
             return (removed, streams, state.devices[peripheral]?.events)
         }
         dropL2CAPChannels(between: central, and: peripheral)
+        releaseWriteSockets(between: central, and: peripheral)
         guard removed else { return }
         connectionStateChanged(
             RadioState.Connection(central: central, peripheral: peripheral), to: .disconnected(reason: reason))

@@ -32,12 +32,18 @@ public final class SimulatedRadio: Sendable {
     /// The clock every delay and timeout of this radio runs on.
     public let clock: SimulatedClock
 
+    /// The write sockets centrals acquired, one per characteristic of a connection.
+    let writeSockets = AcquiredSocketTable<RadioState.SubscriptionKey>()
+    /// What the acquired sockets carry and the clock cannot see.
+    let socketTraffic = SocketTraffic()
+
     /// A radio with no adapters and no peripherals.
     ///
     /// - Parameter clock: Its clock; by default an automatic one (see ``SimulatedClock``).
     public init(clock: SimulatedClock = SimulatedClock()) {
         self.clock = clock
         clock.addHandOffCheck { [weak self] in self?.hasPendingHandOffs ?? false }
+        clock.addHandOffCheck { [socketTraffic] in socketTraffic.isBusy }
     }
 
     /// Whether a scan or notification stream of this radio woke its consumer for a value that the

@@ -13,6 +13,9 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
     case l2capEcho
     case seed002
     case badInputIsRefusedAtTheSurface
+    case writeWithoutResponseThroughTheSocket
+    case notificationsThroughTheSocket
+    case longAndReliableWrites
 
     public var testDescription: String { rawValue }
 
@@ -29,6 +32,9 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
             case .l2capEcho: try await Self.l2capEcho(backend)
             case .seed002: try await Self.seed002(backend)
             case .badInputIsRefusedAtTheSurface: try await Self.badInputIsRefusedAtTheSurface(backend)
+            case .writeWithoutResponseThroughTheSocket: try await Self.writeWithoutResponseThroughTheSocket(backend)
+            case .notificationsThroughTheSocket: try await Self.notificationsThroughTheSocket(backend)
+            case .longAndReliableWrites: try await Self.longAndReliableWrites(backend)
             }
         } cleanup: {
             do {

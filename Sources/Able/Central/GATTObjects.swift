@@ -66,7 +66,17 @@ public enum WriteType: Sendable, Hashable {
     /// Write Request: the peripheral confirms, or answers with an ATT error.
     case withResponse
     /// Write Command: no answer; at most ``Peripheral/maximumWriteLength(for:type:)`` bytes.
+    ///
+    /// Where the backend grants the characteristic a socket of its own (BlueZ `AcquireWrite`),
+    /// the value goes into that socket instead of a D-Bus call; see
+    /// ``Peripheral/write(_:to:type:offset:)``.
     case withoutResponse
+    /// Reliable Write: the value goes out in Prepare Write Requests, the peripheral echoes each
+    /// piece, and only an Execute Write Request after every echo matched makes the peripheral
+    /// apply them all; a mismatch cancels the whole write. Up to 512 bytes.
+    ///
+    /// The corresponding BlueZ option is `WriteValue`'s `type: reliable`.
+    case reliable
 }
 
 /// Which attribute of a peripheral's database a discovered service, characteristic or descriptor

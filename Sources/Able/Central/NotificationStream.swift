@@ -14,6 +14,10 @@ package import AbleStreams
 /// than a millisecond apart, the bus is read every millisecond rather than for each of them, so
 /// a value may then wait up to 1 ms before it is delivered.
 ///
+/// The values come from `PropertiesChanged` signals on the bus, or from the characteristic's
+/// own socket (BlueZ `AcquireNotify`) when the stream asks for it with a ``NotificationDelivery``:
+/// the API, buffering and end are the same either way.
+///
 /// **Lifetime:** the subscription ends when iteration ends (also after `prefix(n)` has taken its
 /// values), when the iterating task is cancelled, or when the stream is discarded. The stream
 /// throws ``BluetoothError`` with ``BluetoothError/Code/disconnected`` when the peripheral

@@ -174,23 +174,124 @@ public actor Peripheral {
 
     /// Writes a characteristic's value.
     ///
-    /// The corresponding BlueZ method is `org.bluez.GattCharacteristic1.WriteValue`.
+    /// A write without response goes into the characteristic's own socket when the backend
+    /// grants one (BlueZ `AcquireWrite`, for a characteristic that allows write without
+    /// response): no D-Bus call per write, and the write returns as soon as the socket has taken
+    /// the value. When the socket is full, the write waits for room: nothing is ever dropped,
+    /// and writes leave in the order they were made. Able acquires the socket on the first such
+    /// write and keeps it until the link ends, the characteristic goes away, or a write with
+    /// response (which BlueZ refuses while the socket is held) releases it; the next write
+    /// without response acquires it again. Where BlueZ refuses the socket, writes go over the bus.
+    ///
+    /// A write with response longer than one ATT PDU, or with an `offset`, is a long write
+    /// (Prepare and Execute Write Requests, which BlueZ runs); ``WriteType/reliable`` makes it a
+    /// reliable write.
+    ///
+    /// - Parameters:
+    ///   - value: The bytes to write.
+    ///   - identifier: The characteristic.
+    ///   - type: How to write.
+    ///   - offset: Where in the characteristic's value the bytes go; only with
+    ///     ``WriteType/withResponse`` and ``WriteType/reliable``.
+    ///
+    /// The corresponding BlueZ methods are `org.bluez.GattCharacteristic1.WriteValue` (options
+    /// `type` and `offset`) and `AcquireWrite`.
     /// - Throws: ``BluetoothError/Code/valueTooLong`` before sending anything when `value` is longer
-    ///   than ``maximumWriteLength(for:type:)``; ``BluetoothError/Code/disconnected`` when the
-    ///   link drops; otherwise what the peripheral answered.
+    ///   than ``maximumWriteLength(for:type:)`` (for a socket, than its MTU allows, which the message
+    ///   names), or when `offset` and `value` together pass 512 bytes;
+    ///   ``BluetoothError/Code/invalidArguments`` for an offset with a write without response;
+    ///   ``BluetoothError/Code/disconnected`` when the link drops (a socket write also when the
+    ///   socket was closed under it); otherwise what the peripheral answered.
     public func write(
-        _ value: [UInt8], to identifier: some CharacteristicIdentifier, type: WriteType = .withResponse
+        _ value: [UInt8], to identifier: some CharacteristicIdentifier, type: WriteType = .withResponse,
+        offset: Int = 0
     ) async throws {
         let characteristic = try characteristic(identifier)
+        guard offset >= 0, offset == 0 || type != .withoutResponse else {
+            throw BluetoothError(
+                .invalidArguments, message: "a write without response cannot have an offset (\(offset))")
+        }
+        if type == .withoutResponse, let socket = try await backend.writeSocket(for: characteristic) {
+            try await Self.send(value, into: socket, of: characteristic)
+            return
+        }
         let limit = maximumWriteLength(for: characteristic, type: type)
-        guard value.count <= limit else {
+        guard value.count <= limit, offset + value.count <= 512 else {
             throw BluetoothError(
                 .valueTooLong,
                 message:
-                    "\(value.count) bytes do not fit a \(type == .withResponse ? "write" : "write without response") "
-                    + "of \(characteristic.uuid): at most \(limit) bytes")
+                    "\(value.count) bytes at offset \(offset) do not fit a \(type.name) of \(characteristic.uuid): "
+                    + "at most \(offset > 0 ? 512 - offset : limit) bytes")
         }
-        try await queue.withLock { [backend] in try await backend.write(value, to: characteristic, type: type) }
+        if type != .withoutResponse { await backend.releaseWriteSocket(for: characteristic) }
+        try await queue.withLock { [backend] in
+            try await backend.write(value, to: characteristic, type: type, offset: offset)
+        }
+    }
+
+    /// Writes a sequence of values without response, in order, as a firmware update does:
+    /// through the characteristic's socket where the backend grants one (see
+    /// ``write(_:to:type:offset:)``), each value waiting for room in the socket rather than being
+    /// dropped, and without leaving the caller's actor unless it has to wait.
+    ///
+    /// - Parameters:
+    ///   - values: The values, each at most the socket's MTU less 3 bytes (see
+    ///     ``maximumWriteLength(for:type:)``).
+    ///   - identifier: The characteristic.
+    ///   - progress: Called after each value with how many have been written so far.
+    /// - Returns: How many values were written.
+    /// - Throws: ``BluetoothError/Code/valueTooLong`` at the first value that is too long (the
+    ///   values before it are written); ``BluetoothError/Code/disconnected`` when the link or the
+    ///   socket ends; `CancellationError` when the task is cancelled (a value waiting for room is
+    ///   then not written).
+    ///
+    /// The corresponding BlueZ method is `org.bluez.GattCharacteristic1.AcquireWrite`, or
+    /// `WriteValue` with `type: command` where BlueZ refuses the socket.
+    @discardableResult
+    public nonisolated(nonsending) func writeWithoutResponse(
+        _ values: some Sequence<[UInt8]>, to identifier: some CharacteristicIdentifier,
+        progress: (_ written: Int) -> Void = { _ in }
+    ) async throws -> Int {
+        let characteristic = try await self.characteristic(identifier)
+        var written = 0
+        if let socket = try await backend.writeSocket(for: characteristic) {
+            for value in values {
+                try Task.checkCancellation()
+                if !socket.isOpen {
+                    throw BluetoothError(
+                        .disconnected,
+                        message: "the write socket of \(characteristic.uuid) closed after \(written) values")
+                }
+                try await Self.send(value, into: socket, of: characteristic)
+                written += 1
+                progress(written)
+            }
+            return written
+        }
+        for value in values {
+            try await write(value, to: identifier, type: .withoutResponse)
+            written += 1
+            progress(written)
+        }
+        return written
+    }
+
+    private static func send(
+        _ value: [UInt8], into socket: AcquiredSocket, of characteristic: GATTCharacteristic,
+        isolation: isolated (any Actor)? = #isolation
+    ) async throws {
+        guard value.count <= socket.maximumValueLength, !value.isEmpty else {
+            throw BluetoothError(
+                value.isEmpty ? .invalidArguments : .valueTooLong,
+                message: "\(value.count) bytes do not fit a write without response of \(characteristic.uuid): "
+                    + "its socket's ATT MTU of \(socket.attMTU) allows 1 to \(socket.maximumValueLength) bytes")
+        }
+        do {
+            try await socket.send(value, isolation: isolation)
+        } catch let error as BluetoothError where error.code == .notConnected || error.code == .disconnected {
+            throw BluetoothError(
+                .disconnected, message: "the write socket of \(characteristic.uuid) was closed", cause: error)
+        }
     }
 
     /// Reads a descriptor's value.
@@ -221,10 +322,11 @@ public actor Peripheral {
     }
 
     /// The longest value a write of this type can carry: 512 bytes (the attribute limit) with a
-    /// response, the MTU less the 3-byte ATT header without one (20 bytes while the MTU is unknown).
+    /// response or reliably, the MTU less the 3-byte ATT header without one (20 bytes while the
+    /// MTU is unknown; an acquired write socket's own MTU once there is one).
     public func maximumWriteLength(for characteristic: GATTCharacteristic, type: WriteType = .withResponse) -> Int {
         switch type {
-        case .withResponse: 512
+        case .withResponse, .reliable: 512
         case .withoutResponse: (backend.mtu(of: characteristic) ?? 23) - 3
         }
     }
@@ -234,16 +336,44 @@ public actor Peripheral {
     /// See ``NotificationStream`` for what is shared, buffered and when it ends. To take exactly
     /// `n` values: `for try await value in try await peripheral.notifications(of: id).prefix(n)`.
     ///
-    /// The corresponding BlueZ methods are `org.bluez.GattCharacteristic1.StartNotify` and `StopNotify`.
+    /// - Parameters:
+    ///   - identifier: The characteristic.
+    ///   - delivery: How the values come: `PropertiesChanged` on the bus (the default), the
+    ///     characteristic's own socket, or the socket where BlueZ grants it; see
+    ///     ``NotificationDelivery`` for why the bus is the default. The stream's API, buffering and
+    ///     end are the same either way.
+    ///
+    /// The corresponding BlueZ methods are `org.bluez.GattCharacteristic1.StartNotify` and
+    /// `StopNotify`, or `AcquireNotify` (released by closing the socket).
     /// - Throws: ``BluetoothError/Code/notSupported`` when the characteristic neither notifies nor
-    ///   indicates; what BlueZ answered to `StartNotify`.
-    public func notifications(of identifier: some CharacteristicIdentifier) async throws -> NotificationStream {
+    ///   indicates, or when ``NotificationDelivery/socket`` is asked of one that only indicates;
+    ///   what BlueZ answered to `StartNotify` or `AcquireNotify`.
+    public func notifications(
+        of identifier: some CharacteristicIdentifier, delivery: NotificationDelivery = .propertiesChanged
+    ) async throws -> NotificationStream {
         let characteristic = try characteristic(identifier)
         guard !characteristic.properties.isDisjoint(with: [.notify, .indicate]) else {
             throw BluetoothError(.notSupported, message: "\(characteristic.uuid) neither notifies nor indicates")
         }
+        if delivery == .socket, !characteristic.properties.contains(.notify) {
+            throw BluetoothError(
+                .notSupported,
+                message: "\(characteristic.uuid) only indicates: indications are confirmed on the bus, not a socket")
+        }
         let (stream, continuation) = NotificationStream.make()
-        try await queue.withLock { [backend] in try await backend.subscribe(to: characteristic, into: continuation) }
+        try await queue.withLock { [backend] in
+            try await backend.subscribe(to: characteristic, into: continuation, delivery: delivery)
+        }
         return stream
+    }
+}
+
+extension WriteType {
+    var name: String {
+        switch self {
+        case .withResponse: "write"
+        case .withoutResponse: "write without response"
+        case .reliable: "reliable write"
+        }
     }
 }

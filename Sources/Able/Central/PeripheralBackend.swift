@@ -9,14 +9,24 @@ package protocol PeripheralBackend: Sendable {
     func connectionStates() -> AsyncStream<Peripheral.ConnectionState>
     func services() throws -> [GATTService]
     func read(_ characteristic: GATTCharacteristic, offset: Int) async throws -> [UInt8]
-    func write(_ value: [UInt8], to characteristic: GATTCharacteristic, type: WriteType) async throws
+    /// Writes over the bus; with an `offset` or a value longer than one PDU allows, as a long
+    /// write (prepare and execute).
+    func write(_ value: [UInt8], to characteristic: GATTCharacteristic, type: WriteType, offset: Int) async throws
+    /// The characteristic's write-without-response socket, acquired if there is none open;
+    /// `nil` when the backend does not grant one, and writes go over the bus.
+    func writeSocket(for characteristic: GATTCharacteristic) async throws -> AcquiredSocket?
+    /// Releases the characteristic's write socket, if one is held (BlueZ refuses every other
+    /// write of a characteristic while its socket is acquired).
+    func releaseWriteSocket(for characteristic: GATTCharacteristic) async
     func read(_ descriptor: GATTDescriptor) async throws -> [UInt8]
     func write(_ value: [UInt8], to descriptor: GATTDescriptor) async throws
     func mtu(of characteristic: GATTCharacteristic) -> Int?
     /// Subscribes `continuation` to the characteristic's notifications (sharing one subscription
     /// per characteristic) and returns once values can flow.
-    func subscribe(to characteristic: GATTCharacteristic, into continuation: NotificationStream.Continuation)
-        async throws
+    func subscribe(
+        to characteristic: GATTCharacteristic, into continuation: NotificationStream.Continuation,
+        delivery: NotificationDelivery
+    ) async throws
     /// Opens an L2CAP LE credit-based channel to `psm` on the peripheral.
     func openL2CAPChannel(psm: PSM, _ options: L2CAPOptions, timeout: Duration) async throws -> L2CAPChannel
 }

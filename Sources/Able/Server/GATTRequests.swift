@@ -57,6 +57,17 @@ public struct WriteRequest: Sendable {
     public var mtu: Int?
     /// The value stored now, before this write.
     public var storedValue: [UInt8]
+    /// Whether this is the first piece of a long or reliable write being prepared (an ATT
+    /// Prepare Write Request) rather than applied: the handler authorizes the write, and nothing
+    /// is stored whatever it answers. Throw an ``ATTError`` (such as
+    /// ``ATTError/insufficientAuthorization``) to refuse it, and with it the whole write. When the
+    /// central executes the write, every piece comes again in order, with its ``offset`` and
+    /// this flag off.
+    ///
+    /// Only characteristics with ``AttributePermissions/authorizePreparedWrites`` are asked, and
+    /// only about the first piece of each write, as BlueZ does; BlueZ passes this as the
+    /// `prepare-authorize` option of `WriteValue`.
+    public var isPrepared: Bool = false
 }
 
 /// What a write handler answers.

@@ -37,7 +37,7 @@ package final class GATTServerCore: Sendable {
         self.values = Lock(values)
     }
 
-    func characteristic(_ id: AttributeID) -> Characteristic {
+    package func characteristic(_ id: AttributeID) -> Characteristic {
         definition.services[id.service].characteristics[id.characteristic]
     }
 
@@ -88,14 +88,16 @@ package final class GATTServerCore: Sendable {
     /// Answers a write: checks it, runs the handler, and stores the result unless the handler
     /// keeps the value itself.
     package func write(
-        _ id: AttributeID, value: [UInt8], offset: Int, kind: WriteRequest.Kind, central: Central?, mtu: Int?
+        _ id: AttributeID, value: [UInt8], offset: Int, kind: WriteRequest.Kind, central: Central?, mtu: Int?,
+        prepared: Bool = false
     ) async throws {
         let characteristic = characteristic(id)
         let descriptor = id.descriptor.map { characteristic.descriptors[$0] }
         guard descriptor?.isWritable ?? characteristic.isWritable else { throw ATTError.writeNotPermitted }
         guard offset + value.count <= Self.maximumValueLength else { throw ATTError.invalidAttributeValueLength }
         let stored = storedValue(id)
-        guard offset <= stored.count else { throw ATTError.invalidOffset }
+        // A prepared piece is checked against the value when the write is executed.
+        guard prepared || offset <= stored.count else { throw ATTError.invalidOffset }
         let handler =
             descriptor.map { definition.descriptorWrites[$0.uuid] ?? definition.anyDescriptorWrite }
             ?? (definition.characteristicWrites[characteristic.uuid] ?? definition.anyCharacteristicWrite)
@@ -104,7 +106,7 @@ package final class GATTServerCore: Sendable {
             let request = WriteRequest(
                 uuid: descriptor?.uuid ?? characteristic.uuid,
                 characteristicUUID: descriptor == nil ? nil : characteristic.uuid, value: value, offset: offset,
-                kind: kind, central: central, mtu: mtu, storedValue: stored)
+                kind: kind, central: central, mtu: mtu, storedValue: stored, isPrepared: prepared)
             do {
                 response = try await handler(request)
             } catch let error as ATTError {
@@ -113,7 +115,7 @@ package final class GATTServerCore: Sendable {
                 throw ATTError.unlikelyError
             }
         }
-        if response == .store {
+        if response == .store, !prepared {
             values.withLock { values in
                 let current = values[id] ?? []
                 values[id] = Array(current.prefix(offset)) + value

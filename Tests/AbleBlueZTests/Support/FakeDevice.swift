@@ -42,6 +42,14 @@ final class FakeDevice: Sendable {
     let connectHangs = Locked(false)
     /// Makes `StartNotify` remove its characteristic (`InterfacesRemoved`) before it answers.
     let removesCharacteristicOnStartNotify = Locked(false)
+    /// How `AcquireWrite` and `AcquireNotify` answer: `nil` grants a socket, otherwise the BlueZ
+    /// error name and message. By default they refuse as a BlueZ without them would.
+    let acquireAnswer = Locked<(name: String, message: String)?>(
+        ("org.freedesktop.DBus.Error.UnknownMethod", "no such method"))
+    /// The acquisitions asked for, as `AcquireWrite:char0011`.
+    let acquisitions = Locked<[String]>([])
+    /// BlueZ's ends of the sockets handed out, by acquisition.
+    let socketEnds = Locked<[String: Int32]>([:])
 
     init(
         path: DBusObjectPath, connection: DBusConnection, services: [Service], announcesConnected: Bool,
@@ -191,6 +199,12 @@ final class FakeDevice: Sendable {
                         DBusMethod("StopNotify") { _ in
                             calls.value.append("StopNotify:\(path.lastElement)"); return []
                         },
+                        DBusMethod("AcquireWrite", in: "a{sv}", out: "hq") { _ in
+                            try device.acquire("AcquireWrite:\(path.lastElement)")
+                        },
+                        DBusMethod("AcquireNotify", in: "a{sv}", out: "hq") { _ in
+                            try device.acquire("AcquireNotify:\(path.lastElement)")
+                        },
                     ],
                     properties: [
                         .constant("UUID", characteristic.uuid), .constant("Service", service),
@@ -234,6 +248,19 @@ final class FakeDevice: Sendable {
         }
         set("ServicesResolved", .boolean(false))
         set("Connected", .boolean(false))
+    }
+
+    /// Answers an acquisition: a refusal, or one end of a fresh `AF_UNIX` `SOCK_SEQPACKET`
+    /// socketpair and an MTU of 23, keeping the other end, as BlueZ does.
+    private func acquire(_ what: String) throws -> [DBusValue] {
+        acquisitions.value.append(what)
+        if let (name, message) = acquireAnswer.value { throw DBusError(DBusError.Name(rawValue: name), message) }
+        var fds: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
+            throw DBusError("org.bluez.Error.Failed", "socketpair failed")
+        }
+        socketEnds.value[what] = fds[0]
+        return [.unixFD(DBusFileDescriptor(owning: fds[1])), .uint16(23)]
     }
 
     /// Sends a notification of a characteristic, as BlueZ relays one.

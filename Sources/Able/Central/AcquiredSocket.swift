@@ -1,0 +1,94 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A characteristic's own socket, acquired from a backend: writes without response go into it,
+/// or notifications come out of it, one `SOCK_SEQPACKET` message per value.
+///
+/// BlueZ hands one out for `GattCharacteristic1.AcquireWrite` and `AcquireNotify` (one end of an
+/// `AF_UNIX` socketpair whose other end `bluetoothd` serves); the simulator makes a socketpair
+/// itself. Either way the socket runs on an ``L2CAPChannel``'s engine: nonblocking, driven by
+/// dispatch sources, sends waiting for room (never dropped) and values received straight into
+/// a bounded buffer.
+///
+/// The socket is released by closing it: the backend's end then sees the hang-up, as BlueZ does.
+/// It ends by itself when the backend closes its end (the link dropped, the characteristic went
+/// away): ``isOpen`` turns false and `onEnd` runs once.
+package final class AcquiredSocket: Sendable {
+    /// The engine that owns the descriptor.
+    package let channel: L2CAPChannel
+    /// The link's ATT MTU as the backend reported it when the socket was acquired.
+    package let attMTU: Int
+    private let ended = LockedValue(false)
+
+    /// The longest value one message may carry: the ATT MTU less the 3-byte ATT header.
+    package var maximumValueLength: Int { max(attMTU - 3, 1) }
+
+    /// Whether neither side has closed the socket yet.
+    package var isOpen: Bool { !ended.value }
+
+    /// Takes over a connected `SOCK_SEQPACKET` socket.
+    ///
+    /// - Parameters:
+    ///   - socket: The descriptor; the socket owns it from now on, also when this throws.
+    ///   - attMTU: The ATT MTU the backend reported.
+    ///   - onValue: Called with each received message, in order, from one task for the socket's
+    ///     life (not a task per value); `nil` for a write socket, whose peer sends nothing.
+    ///   - onEnd: Called once when the socket ends, from either side.
+    package init(
+        socket: CInt, attMTU: Int, onValue: (@Sendable ([UInt8]) -> Void)? = nil,
+        onEnd: @escaping @Sendable () -> Void = {}
+    ) throws {
+        let channel: L2CAPChannel
+        do {
+            // A value is at most 512 bytes; the receive buffer takes any message a peer sends.
+            channel = try L2CAPChannel.wrapping(
+                socket: socket, sendMTU: max(attMTU - 3, 1), receiveMTU: 2048)
+        } catch {
+            _ = SocketOperations.system.close(socket)
+            throw error
+        }
+        self.channel = channel
+        self.attMTU = attMTU
+        let packets = channel.packets
+        let ended = self.ended
+        Task {
+            do {
+                for try await value in packets { onValue?(value) }
+            } catch {}
+            ended.value = true
+            onEnd()
+        }
+    }
+
+    /// Sends one value as one message, waiting while the socket is full; see ``L2CAPChannel/send(_:)``.
+    package func send(_ value: [UInt8], isolation actor: isolated (any Actor)? = #isolation) async throws {
+        try await channel.core.send(value)
+    }
+
+    /// How many bytes sent into the socket its peer has not read yet (`ioctl(SIOCOUTQ)`).
+    package var unreadByteCount: Int { channel.unreadByteCount }
+
+    /// Closes the socket, which releases it in the backend, after the peer has read what was
+    /// sent (at most `drainLimit` later), since BlueZ drops what it had not read when it sees the
+    /// hang-up.
+    package func release(drainLimit: Duration = .seconds(2)) async {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: drainLimit)
+        while isOpen, unreadByteCount > 0, clock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        await channel.close()
+        ended.value = true
+    }
+}
+
+extension L2CAPChannel {
+    /// How many bytes sent into the socket its peer has not read yet (`ioctl(SIOCOUTQ)`; for
+    /// `AF_UNIX`, the bytes of the messages the peer has not taken).
+    package nonisolated var unreadByteCount: Int {
+        var count: CInt = 0
+        guard ioctl(core.socket, UInt(0x5411), &count) == 0 else { return 0 }
+        return Int(count)
+    }
+}

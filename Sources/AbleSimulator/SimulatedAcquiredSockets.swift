@@ -1,0 +1,149 @@
+import Able
+import AbleStreams
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The simulated radio's model of BlueZ's `AcquireWrite` and `AcquireNotify`: a
+/// `socketpair(AF_UNIX, SOCK_SEQPACKET)` per acquired characteristic, the central holding one
+/// end and the simulated peripheral serving the other, with BlueZ's rules: a write socket only
+/// for a characteristic that allows write without response, values up to the link's MTU less
+/// 3 bytes, the socket closed when the link ends.
+/// The checks of the values in flight through the simulated sockets, one per socket: a value
+/// between the two ends runs on dispatch sources and tasks the simulated clock does not see, so
+/// a quiet spell waits while one is in flight.
+final class SocketTraffic: Sendable {
+    private let checks = LockedValue<[UInt64: @Sendable () -> Bool]>([:])
+    private let nextID = LockedValue<UInt64>(0)
+
+    var isBusy: Bool { checks.value.values.contains { $0() } }
+
+    /// Adds a check; returns what removes it.
+    func watch(_ check: @escaping @Sendable () -> Bool) -> @Sendable () -> Void {
+        let id = nextID.withLock { id in
+            id += 1
+            return id
+        }
+        checks.withLock { $0[id] = check }
+        return { [checks] in _ = checks.withLock { $0.removeValue(forKey: id) } }
+    }
+}
+
+extension SimulatedRadio {
+    /// Releases the write sockets of a link that ended; their peripheral ends then stop.
+    func releaseWriteSockets(between central: BluetoothAddress, and peripheral: BluetoothAddress) {
+        Task { [writeSockets] in
+            await writeSockets.forget { $0.central == central && $0.peripheral == peripheral }
+        }
+    }
+}
+
+extension SimulatedPeripheralBackend {
+    /// The connection's key for a characteristic.
+    private func key(_ characteristic: GATTCharacteristic) throws -> RadioState.SubscriptionKey {
+        guard let id = AttributeID(remote: characteristic.id) else {
+            throw BluetoothError(.doesNotExist, message: "no attribute \(characteristic.id)")
+        }
+        return RadioState.SubscriptionKey(central: central, peripheral: address, attribute: id)
+    }
+
+    func writeSocket(for characteristic: GATTCharacteristic) async throws -> AcquiredSocket? {
+        let core = try core()
+        guard characteristic.properties.contains(.writeWithoutResponse) else { return nil }
+        let key = try key(characteristic)
+        let mtu = self.mtu
+        let isConnected: @Sendable () -> Bool = { [self] in self.isConnected }
+        return try await radio.writeSockets.socket(for: key) { () async throws -> AcquiredSocketTable.Acquisition in
+            let (mine, theirs) = try L2CAPChannel.makeSocketPair(mtu: 2048)
+            let peripheralEnd: L2CAPChannel
+            do {
+                peripheralEnd = try L2CAPChannel.wrapping(socket: theirs, sendMTU: 2048, receiveMTU: 2048)
+            } catch {
+                _ = close(mine)
+                _ = close(theirs)
+                throw error
+            }
+            // The peripheral's side: each message is one Write Command, applied in order; like
+            // BlueZ, it reports nothing back, and applies nothing once the link is gone.
+            let socket = try AcquiredSocket(socket: mine, attMTU: mtu)
+            let applying = LockedValue(false)
+            let unwatch = radio.socketTraffic.watch { [weak socket] in
+                applying.value || peripheralEnd.bufferedPacketCount > 0 || (socket?.unreadByteCount ?? 0) > 0
+            }
+            Task { [central, clock = radio.clock] in
+                do {
+                    for try await value in peripheralEnd.packets {
+                        guard isConnected() else { break }
+                        applying.value = true
+                        clock.noteActivity()
+                        try? await core.write(
+                            key.attribute, value: value, offset: 0, kind: .command,
+                            central: Central(address: central), mtu: mtu)
+                        applying.value = false
+                    }
+                } catch {}
+                applying.value = false
+                unwatch()
+                await peripheralEnd.close()
+            }
+            return .acquired(socket)
+        }
+    }
+
+    func releaseWriteSocket(for characteristic: GATTCharacteristic) async {
+        guard let key = try? key(characteristic) else { return }
+        await radio.writeSockets.release(key)
+    }
+
+    /// Subscribes through a socketpair: the peripheral's notifications go into a relay buffer
+    /// registered like any stream, a task sends them into the peripheral's end, and the central's
+    /// end feeds `continuation`. A link that ends finishes the relay, which closes the socket,
+    /// which ends the stream with ``BluetoothError/Code/disconnected``.
+    func subscribeThroughSocket(
+        to characteristic: GATTCharacteristic, into continuation: NotificationStream.Continuation,
+        register: (NotificationStream.Continuation) throws -> Void
+    ) throws {
+        let relay = NotificationStream.Continuation(limit: 16_384, policy: .dropNewest)
+        let (mine, theirs) = try L2CAPChannel.makeSocketPair(mtu: 2048)
+        let peripheralEnd: L2CAPChannel
+        do {
+            peripheralEnd = try L2CAPChannel.wrapping(socket: theirs, sendMTU: 2048, receiveMTU: 2048)
+        } catch {
+            _ = close(mine)
+            _ = close(theirs)
+            throw error
+        }
+        let uuid = characteristic.uuid
+        let socket = try AcquiredSocket(
+            socket: mine, attMTU: mtu, onValue: { continuation.yieldBytes($0) },
+            onEnd: {
+                continuation.finish(
+                    throwing: BluetoothError(.disconnected, message: "the notification socket of \(uuid) closed"))
+            })
+        let unwatch = radio.socketTraffic.watch { [weak socket] in
+            peripheralEnd.unreadByteCount > 0 || (socket?.channel.bufferedPacketCount ?? 0) > 0
+        }
+        Task { [clock = radio.clock] in
+            do {
+                while let value = try await relay.nextBytes() {
+                    try await peripheralEnd.send(value)
+                    clock.noteActivity()
+                }
+            } catch {}
+            unwatch()
+            await peripheralEnd.close()
+        }
+        do {
+            try register(relay)
+        } catch {
+            relay.finish()
+            throw error
+        }
+        continuation.onTermination {
+            relay.finish()
+            // Keeps the central's end open while the stream lives.
+            _ = socket
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import Able
+import AbleDBus
+import AbleScenarios
+import AbleTestSupport
+import Foundation
+import Testing
+
+@testable import AbleBlueZ
+
+/// `AcquireWrite` and `AcquireNotify` against the fake BlueZ: sockets granted, refused, and
+/// closed by BlueZ's end.
+@Suite(.timeLimit(.minutes(1)))
+struct AcquiredSocketTests {
+    let peripheralTests = PeripheralTests()
+
+    /// Reads one message from BlueZ's end of a socket, waiting for it.
+    static func receive(from socket: Int32) -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: 1024)
+        let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+        return count > 0 ? Array(buffer.prefix(count)) : nil
+    }
+
+    @Test func writesWithoutResponseGoIntoTheGrantedSocketAndNotOverTheBus() async throws {
+        try await peripheralTests.withDevice { _, device, _, peripheral in
+            device.acquireAnswer.value = nil
+            try await peripheral.connect(timeout: .seconds(5))
+            let values = (1...50).map { [UInt8($0), 0xEE] }
+            try await peripheral.writeWithoutResponse(values, to: SeedCharacteristic.a1)
+            #expect(device.acquisitions.value == ["AcquireWrite:char0011"])
+            let end = try #require(device.socketEnds.value["AcquireWrite:char0011"])
+            var received: [[UInt8]] = []
+            for _ in values { received.append(try #require(Self.receive(from: end))) }
+            #expect(received == values)
+            #expect(!device.calls.value.contains("WriteValue:command"))
+
+            // The socket's MTU of 23 bounds a value at 20 bytes, and the error says so.
+            let error = await #expect(throws: BluetoothError.self) {
+                try await peripheral.write(
+                    Array(repeating: 0, count: 21), to: SeedCharacteristic.a1, type: .withoutResponse)
+            }
+            #expect(error?.code == .valueTooLong)
+            #expect(error?.message.contains("ATT MTU of 23 allows 1 to 20 bytes") == true)
+        }
+    }
+
+    @Test(arguments: ["org.bluez.Error.NotSupported", "org.bluez.Error.NotPermitted"])
+    func aRefusedAcquireWriteFallsBackToWriteValue(refusal: String) async throws {
+        try await peripheralTests.withDevice { _, device, _, peripheral in
+            device.acquireAnswer.value = (refusal, "refused")
+            try await peripheral.connect(timeout: .seconds(5))
+            try await peripheral.write([1], to: SeedCharacteristic.a1, type: .withoutResponse)
+            try await peripheral.write([2], to: SeedCharacteristic.a1, type: .withoutResponse)
+            #expect(device.calls.value.filter { $0 == "WriteValue:command" }.count == 2)
+            // NotSupported stays true for the connection; NotPermitted (another client holds the
+            // socket) may not, so each write asks again.
+            let expectedAsks = refusal.hasSuffix("NotSupported") ? 1 : 2
+            #expect(device.acquisitions.value.count == expectedAsks)
+        }
+    }
+
+    @Test func aSocketBlueZClosedIsAcquiredAgainOnTheNextWrite() async throws {
+        try await peripheralTests.withDevice { _, device, _, peripheral in
+            device.acquireAnswer.value = nil
+            try await peripheral.connect(timeout: .seconds(5))
+            try await peripheral.write([1], to: SeedCharacteristic.a1, type: .withoutResponse)
+            let first = try #require(device.socketEnds.value["AcquireWrite:char0011"])
+            close(first)
+            // A write that finds the socket closed fails as a disconnect; one after it acquires anew.
+            try await waitUntil {
+                (try? await peripheral.write([2], to: SeedCharacteristic.a1, type: .withoutResponse)) != nil
+            }
+            #expect(device.acquisitions.value.count == 2)
+            let second = try #require(device.socketEnds.value["AcquireWrite:char0011"])
+            #expect(Self.receive(from: second) == [2])
+        }
+    }
+
+    @Test(arguments: [
+        ("org.bluez.Error.NotSupported", BluetoothError.Code.notSupported),
+        ("org.bluez.Error.NotPermitted", .notPermitted),
+        ("org.bluez.Error.InProgress", .inProgress),
+    ])
+    func aRefusedAcquireNotifyFailsASocketStreamAndFallsBackForAnAutomaticOne(
+        refusal: String, code: BluetoothError.Code
+    ) async throws {
+        try await peripheralTests.withDevice { _, device, _, peripheral in
+            device.acquireAnswer.value = (refusal, "refused")
+            try await peripheral.connect(timeout: .seconds(5))
+            let error = await #expect(throws: BluetoothError.self) {
+                try await peripheral.notifications(of: SeedCharacteristic.b2, delivery: .socket)
+            }
+            #expect(error?.code == code)
+            #expect(!device.calls.value.contains { $0.hasPrefix("StartNotify") })
+            let stream = try await peripheral.notifications(of: SeedCharacteristic.b2, delivery: .automatic)
+            #expect(device.calls.value.contains("StartNotify:char0024"))
+            device.notify(1, 1, [7])
+            var iterator = stream.makeAsyncIterator()
+            #expect(try await iterator.next() == [7])
+        }
+    }
+
+    @Test func notificationsComeFromTheSocketAndEndWithATypedErrorWhenBlueZClosesIt() async throws {
+        try await peripheralTests.withDevice { _, device, _, peripheral in
+            device.acquireAnswer.value = nil
+            try await peripheral.connect(timeout: .seconds(5))
+            let stream = try await peripheral.notifications(of: SeedCharacteristic.b2, delivery: .socket)
+            #expect(device.acquisitions.value == ["AcquireNotify:char0024"])
+            #expect(!device.calls.value.contains { $0.hasPrefix("StartNotify") })
+            let end = try #require(device.socketEnds.value["AcquireNotify:char0024"])
+            for value in 1...3 {
+                let message: [UInt8] = [UInt8(value)]
+                _ = message.withUnsafeBytes { send(end, $0.baseAddress, $0.count, 0) }
+            }
+            var iterator = stream.makeAsyncIterator()
+            for value in 1...3 { #expect(try await iterator.next() == [UInt8(value)]) }
+            close(end)
+            let error = await #expect(throws: BluetoothError.self) { _ = try await iterator.next() }
+            #expect(error?.code == .disconnected)
+        }
+    }
+}
+
+extension AcquiredSocketTests {
+    @Test func manyNotificationsFromTheSocketArriveInOrder() async throws {
+        try await peripheralTests.withDevice { _, device, _, peripheral in
+            device.acquireAnswer.value = nil
+            try await peripheral.connect(timeout: .seconds(5))
+            let stream = try await peripheral.notifications(of: SeedCharacteristic.b2, delivery: .socket)
+            let end = try #require(device.socketEnds.value["AcquireNotify:char0024"])
+            let count = 20_000
+            let sender = Task.detached {
+                for value in 0..<count {
+                    let message: [UInt8] = [UInt8(value >> 8), UInt8(value & 0xFF), 0, 0, 0, 0, 0, 0]
+                    while message.withUnsafeBytes({ send(end, $0.baseAddress, $0.count, 0) }) < 0 {}
+                }
+            }
+            var received: [Int] = []
+            for try await value in stream.prefix(count) { received.append(Int(value[0]) << 8 | Int(value[1])) }
+            await sender.value
+            #expect(received == (0..<count).map { $0 & 0xFFFF })
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import Able
+import Testing
+
+/// The GATT client's fast paths (write and notification sockets) and its long and reliable
+/// writes, alike on both backends.
+extension Scenario {
+    static func writeWithoutResponseThroughTheSocket(_ backend: some ScenarioBackend) async throws {
+        let service = BluetoothUUID.random()
+        let sink = CharacteristicID(.random(), service: service)
+        let received = Recorder<[UInt8]>()
+        let definition = GATTServerDefinition {
+            Service(service) { Characteristic(sink.uuid, properties: [.write, .writeWithoutResponse]) }
+            OnWrite([sink.uuid]) { request in
+                received.append(request.value)
+                return .accept
+            }
+        }
+        let count = 300
+        let packets = (0..<count).map { index in
+            [UInt8(index >> 8), UInt8(index & 0xFF)] + Array(repeating: 0x5A, count: 16)
+        }
+        try await withConnection(backend, serving: definition, advertising: service) { _, peripheral in
+            var reported: [Int] = []
+            let written = try await peripheral.writeWithoutResponse(packets, to: sink) { reported.append($0) }
+            #expect(written == count)
+            #expect(reported == Array(1...count))
+            try await backend.eventually("the server to receive every packet") { received.all.count >= count }
+            // Complete and unaltered; BlueZ may swap Write Commands across its EATT bearers on
+            // the air (seen on 5.66), so the order checked is the packets' own.
+            #expect(received.all.prefix(count).sorted { $0.lexicographicallyPrecedes($1) } == packets)
+
+            // Longer than any ATT MTU allows: refused before anything is sent, the limit named.
+            let tooLong = await #expect(throws: BluetoothError.self) {
+                try await peripheral.write(Array(repeating: 1, count: 600), to: sink, type: .withoutResponse)
+            }
+            #expect(tooLong?.code == .valueTooLong)
+            #expect(tooLong?.message.contains("MTU") == true)
+
+            // A write with response releases the socket (BlueZ refuses it while the socket is
+            // held); the next write without response acquires it again.
+            try await peripheral.write([0xAB], to: sink)
+            try await peripheral.write([0xCD], to: sink, type: .withoutResponse)
+            try await backend.eventually("the server to receive both writes") { received.all.count >= count + 2 }
+            #expect(received.all.suffix(2) == [[0xAB], [0xCD]])
+
+            // A socket that the link took down is acquired again after reconnecting.
+            try await peripheral.disconnect()
+            try await peripheral.connect(timeout: backend.connectTimeout)
+            try await peripheral.write([0xEF], to: sink, type: .withoutResponse)
+            try await backend.eventually("the server to receive the write after reconnecting") {
+                received.all.count >= count + 3
+            }
+            #expect(received.all.last == [0xEF])
+        }
+    }
+
+    static func notificationsThroughTheSocket(_ backend: some ScenarioBackend) async throws {
+        let service = BluetoothUUID.random()
+        let counter = CharacteristicID(.random(), service: service)
+        let indicating = CharacteristicID(.random(), service: service)
+        let definition = GATTServerDefinition {
+            Service(service) {
+                Characteristic(counter.uuid, properties: [.read, .notify], value: [0])
+                Characteristic(indicating.uuid, properties: [.read, .indicate], value: [0])
+            }
+        }
+        let count = 5
+        try await withConnection(backend, serving: definition, advertising: service) { server, peripheral in
+            let stream = try await peripheral.notifications(of: counter, delivery: .socket)
+            try await backend.eventually("the server to see the subscription") {
+                await server.isSubscribed(counter.uuid)
+            }
+            for value in 1...(count + 2) { try await server.notify(counter, value: [UInt8(value)]) }
+            var received: [[UInt8]] = []
+            for try await value in stream.prefix(count) { received.append(value) }
+            #expect(received == (1...count).map { [UInt8($0)] })
+            try await backend.eventually("the subscription to stop") { await !server.isSubscribed(counter.uuid) }
+
+            // Indications stay on the bus: a socket is refused, automatic falls back.
+            let refused = await #expect(throws: BluetoothError.self) {
+                try await peripheral.notifications(of: indicating, delivery: .socket)
+            }
+            #expect(refused?.code == .notSupported)
+            let indications = try await peripheral.notifications(of: indicating, delivery: .automatic)
+            try await backend.eventually("the server to see the indication subscription") {
+                await server.isSubscribed(indicating.uuid)
+            }
+            async let confirmed: Void = server.indicate(indicating, value: [42])
+            var iterator = indications.makeAsyncIterator()
+            #expect(try await iterator.next() == [42])
+            try await confirmed
+
+            // A stream on the socket ends with a typed error when the link goes.
+            let second = try await peripheral.notifications(of: counter, delivery: .socket)
+            try await backend.eventually("the server to see the second subscription") {
+                await server.isSubscribed(counter.uuid)
+            }
+            try await peripheral.disconnect()
+            let ended = await #expect(throws: BluetoothError.self) {
+                for try await _ in second {}
+            }
+            #expect(ended?.code == .disconnected)
+        }
+    }
+
+    static func longAndReliableWrites(_ backend: some ScenarioBackend) async throws {
+        let service = BluetoothUUID.random()
+        let record = CharacteristicID(.random(), service: service)
+        let guarded = CharacteristicID(.random(), service: service)
+        let writes = Recorder<(offset: Int, count: Int, isPrepared: Bool)>()
+        let definition = GATTServerDefinition {
+            Service(service) {
+                Characteristic(
+                    record.uuid, properties: [.read, .write],
+                    permissions: [.readable, .writable, .authorizePreparedWrites])
+                Characteristic(
+                    guarded.uuid, properties: [.read, .write],
+                    permissions: [.readable, .writable, .authorizePreparedWrites])
+            }
+            OnWrite([record.uuid]) { request in
+                writes.append((request.offset, request.value.count, request.isPrepared))
+                return .store
+            }
+            OnWrite([guarded.uuid]) { request in
+                guard !request.isPrepared else { throw ATTError.insufficientAuthorization }
+                return .store
+            }
+        }
+        try await withConnection(backend, serving: definition, advertising: service) { _, peripheral in
+            // 300 bytes: BlueZ before 5.69 refuses a prepared piece that with its offset and 4-byte
+            // header passes 512 bytes, and at MTU 517 one piece carries up to 512.
+            let value = (0..<300).map { UInt8($0 & 0xFF) }
+            try await peripheral.write(value, to: record, type: .reliable)
+            #expect(try await peripheral.read(record) == value)
+            let reliable = writes.all
+            // The server is asked once to authorize the prepared write, then sees every piece.
+            #expect(reliable.first.map { ($0.offset, $0.isPrepared) } ?? (-1, false) == (0, true))
+            let executed = reliable.filter { !$0.isPrepared }
+            #expect(reliable.count == executed.count + 1)
+            #expect(executed.map(\.count).reduce(0, +) == 300)
+            #expect(
+                executed.map(\.offset) == executed.indices.map { index in executed[..<index].map(\.count).reduce(0, +) }
+            )
+
+            // A write at an offset is a long write: its piece arrives at that offset.
+            try await peripheral.write([0xAA, 0xBB], to: record, offset: 298)
+            #expect(try await peripheral.read(record) == Array(value.prefix(298)) + [0xAA, 0xBB])
+            #expect(writes.all.last.map { ($0.offset, $0.count, $0.isPrepared) } ?? (0, 0, true) == (298, 2, false))
+
+            // A handler that refuses the prepared write refuses it whole, with its ATT error.
+            let refused = await #expect(throws: BluetoothError.self) {
+                try await peripheral.write(value, to: guarded, type: .reliable)
+            }
+            #expect(refused?.code == .notAuthorized)
+            #expect(try await peripheral.read(guarded) == [])
+        }
+    }
+}
