@@ -21,6 +21,8 @@ struct RadioState {
         var continuation: ScanStream.Continuation
         /// The clock's tokens of the deliveries scheduled for this scan, cancelled when it ends.
         var pendingDeliveries: [UInt64] = []
+        /// The devices this scan has reported, to tell a new device from an update.
+        var reported: Set<BluetoothAddress> = []
     }
 
     struct ListenerKey: Hashable {
@@ -59,6 +61,10 @@ struct SimulatedAdapterState {
     var isPowered = true
     var isDiscoverable = false
     var isPairable = true
+    /// What the adapter's advertising can do, as the BlueZ it imitates reports it.
+    var advertising = SimulatedRadio.defaultAdvertisingCapabilities
+    /// The adapter's running advertising sets, oldest first: scans see the newest.
+    var advertisingSets: [(id: UInt64, advertisement: Advertisement)] = []
 
     func publicState(discovering: Bool) -> Adapter.State {
         Adapter.State(
@@ -89,11 +95,13 @@ struct SimulatedDevice {
 
     var discovery: Discovery? {
         guard isAdvertising, isInRange, let advertisement else { return nil }
-        return Discovery(
-            address: address, addressType: .public, rssi: rssi,
-            advertisement: AdvertisementData(
-                localName: advertisement.localName, serviceUUIDs: advertisement.serviceUUIDs,
-                manufacturerData: advertisement.manufacturerData, serviceData: advertisement.serviceData,
-                appearance: advertisement.appearance))
+        var data = advertisement.advertisedData
+        if advertisement.includesTxPower { data.txPowerLevel = advertisement.txPower ?? 0 }
+        if advertisement.isConnectable {
+            // As BlueZ sets them on an LE-only adapter.
+            data.flags =
+                advertisement.isDiscoverable ? [.generalDiscoverable, .bredrNotSupported] : [.bredrNotSupported]
+        }
+        return Discovery(address: address, addressType: .public, rssi: rssi, advertisement: data)
     }
 }

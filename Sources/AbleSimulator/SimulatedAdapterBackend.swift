@@ -77,18 +77,25 @@ struct SimulatedAdapterBackend: AdapterBackend {
     }
 
     func startAdvertising(_ advertisement: Advertisement) async throws -> AdvertisingSet {
-        try advertisement.validateLegacyLength()
-        radio.state.withLock { state in
+        let id = try radio.state.withLock { state in
+            try advertisement.validate(against: state.advertisingCapabilities(of: address))
             if state.devices[address] == nil {
                 state.devices[address] = SimulatedDevice(address: address, advertisement: nil, rssi: -40, mtu: 23)
             }
+            let id = state.makeID()
+            state.adapters[address]?.advertisingSets.append((id, advertisement))
             state.devices[address]?.advertisement = advertisement
             state.devices[address]?.isAdvertising = true
+            return id
         }
         radio.announce(address)
-        let released = ReleaseFlag()
-        return AdvertisingSet(released: released) { [radio, address] in
-            radio.state.withLock { $0.devices[address]?.isAdvertising = false }
-        }
+        return AdvertisingSet(
+            advertisement, released: ReleaseFlag(),
+            update: { [radio, address] in try radio.updateAdvertisingSet(id, of: address, to: $0) },
+            stop: { [radio, address] in radio.stopAdvertisingSet(id, of: address) })
+    }
+
+    func advertisingCapabilities() async throws -> AdvertisingCapabilities {
+        radio.state.withLock { $0.advertisingCapabilities(of: address) }
     }
 }

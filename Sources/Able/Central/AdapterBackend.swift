@@ -9,6 +9,8 @@ package protocol AdapterBackend: Sendable {
     func peripheral(address: BluetoothAddress) -> any PeripheralBackend
     func gattServerBackend() async throws -> any GATTServerBackend
     func startAdvertising(_ advertisement: Advertisement) async throws -> AdvertisingSet
+    /// What the adapter can advertise now.
+    func advertisingCapabilities() async throws -> AdvertisingCapabilities
     /// Listens for L2CAP LE credit-based channels on this adapter.
     func listenL2CAP(psm: PSM, _ options: L2CAPOptions) async throws -> L2CAPListener
     /// Waits `duration` on the backend's clock: the wall clock on BlueZ, simulated time on the

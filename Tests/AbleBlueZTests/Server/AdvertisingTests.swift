@@ -64,11 +64,12 @@ struct AdvertisingTests {
     @Test func dataTooLongForLegacyAdvertisingIsRefusedBeforeBlueZSeesIt() async throws {
         try await withAdapter { fake, adapter in
             let advertisement = Advertisement(
-                localName: "a rather long local name", serviceUUIDs: ["12E61727-B41A-436F-B64D-4777B35F2294"])
-            #expect(advertisement.legacyLength > 31)
+                serviceUUIDs: ["12E61727-B41A-436F-B64D-4777B35F2294"],
+                manufacturerData: [0xFFFF: [1, 2, 3, 4, 5, 6, 7]])
+            #expect(advertisement.layout.advertisingDataLength == 3 + 18 + 11)
             let error = await #expect(throws: BluetoothError.self) { try await adapter.startAdvertising(advertisement) }
             #expect(error?.code == .valueTooLong)
-            #expect(error?.message.contains("legacy advertising carries 31") == true)
+            #expect(error?.message.contains("needs 32 bytes; 31 are available") == true)
             #expect(fake.advertisement.value == nil)
         }
     }
