@@ -96,6 +96,13 @@ struct SimulatedDevice {
     var discovery: Discovery? {
         guard isAdvertising, isInRange, let advertisement else { return nil }
         var data = advertisement.advertisedData
+        if let name = data.localName {
+            // As BlueZ does: the name goes last into the scan response, shortened to what fits.
+            let room = AdvertisementData.legacyMaximumLength - advertisement.layout.scanResponseFieldsLength - 2
+            if name.utf8.count > room {
+                data.localName = String(decoding: name.utf8.prefix(max(0, room)), as: UTF8.self)
+            }
+        }
         if advertisement.includesTxPower { data.txPowerLevel = advertisement.txPower ?? 0 }
         if advertisement.isConnectable {
             // As BlueZ sets them on an LE-only adapter.
