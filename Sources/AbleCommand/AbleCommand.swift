@@ -17,7 +17,7 @@ import Dispatch
 public enum AbleCommand {
     static let commands: [any Command.Type] = [
         DemoCommand.self, ScanCommand.self, InfoCommand.self, ReadCommand.self, WriteCommand.self,
-        NotifyCommand.self, ServeCommand.self, L2CAPCommand.self,
+        NotifyCommand.self, ServeCommand.self, AdvertiseCommand.self, L2CAPCommand.self,
     ]
 
     /// The subcommands' names, in the order the usage lists them.

@@ -49,20 +49,4 @@ package enum Hex {
     package static func string(_ bytes: some Sequence<UInt8>) -> String {
         bytes.map { format($0, digits: 2) }.joined()
     }
-
-    /// Parses hex digits, two per byte (an optional `0x` prefix, `:` and spaces are allowed).
-    ///
-    /// - Returns: The bytes, or `nil` if the text holds anything else or an odd number of digits.
-    package static func bytes(_ text: String) -> [UInt8]? {
-        var digits = Array(text.utf8)
-        if digits.starts(with: Array("0x".utf8)) { digits.removeFirst(2) }
-        digits.removeAll { $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: " ") }
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let byte = parse(digits[index..<(index + 2)], as: UInt8.self) else { return nil }
-            bytes.append(byte)
-        }
-        return bytes
-    }
 }
