@@ -23,6 +23,8 @@ struct RadioState {
         var pendingDeliveries: [UInt64] = []
         /// The devices this scan has reported, to tell a new device from an update.
         var reported: Set<BluetoothAddress> = []
+        /// The monitor's patterns of a passive scan.
+        var passive: PassiveScanFilter?
     }
 
     struct ListenerKey: Hashable {
@@ -65,6 +67,8 @@ struct SimulatedAdapterState {
     var advertising = SimulatedRadio.defaultAdvertisingCapabilities
     /// The adapter's running advertising sets, oldest first: scans see the newest.
     var advertisingSets: [(id: UInt64, advertisement: Advertisement)] = []
+    /// Whether the adapter offers passive scanning (BlueZ's advertisement monitor, `-E` only).
+    var supportsPassiveScanning = false
 
     func publicState(discovering: Bool) -> Adapter.State {
         Adapter.State(

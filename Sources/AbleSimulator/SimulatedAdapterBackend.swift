@@ -43,13 +43,30 @@ struct SimulatedAdapterBackend: AdapterBackend {
     }
 
     func scan(_ filter: ScanFilter, into continuation: ScanStream.Continuation) async throws {
+        try await scan(filter, passive: nil, into: continuation)
+    }
+
+    func passiveScan(_ filter: PassiveScanFilter, into continuation: ScanStream.Continuation) async throws {
+        guard radio.state.withLock({ $0.adapters[address]?.supportsPassiveScanning == true }) else {
+            throw BluetoothError(
+                .notSupported,
+                message: "BlueZ offers no advertisement monitor (or_patterns) on \(name): BlueZ 5.66 and 5.82 export "
+                    + "AdvertisementMonitorManager1 only with their experimental interfaces (bluetoothd -E)")
+        }
+        try await scan(ScanFilter(), passive: filter, into: continuation)
+    }
+
+    private func scan(
+        _ filter: ScanFilter, passive: PassiveScanFilter?, into continuation: ScanStream.Continuation
+    ) async throws {
         let (id, devices) = try radio.state.withLock { state in
             guard state.adapters[address]?.isPowered == true else {
                 throw BluetoothError(
                     .notReady, message: "\(name) is powered off", errorName: "org.bluez.Error.NotReady")
             }
             let id = state.makeID()
-            state.scans[id] = RadioState.Scan(adapter: address, filter: filter, continuation: continuation)
+            state.scans[id] = RadioState.Scan(
+                adapter: address, filter: filter, continuation: continuation, passive: passive)
             return (id, state.devices.values.sorted { $0.address < $1.address })
         }
         continuation.onTermination { [radio] in

@@ -26,6 +26,16 @@ extension SimulatedRadio {
         }
     }
 
+    /// Makes a simulated adapter offer passive scanning (``/Able/Adapter/passiveScan(_:)``), as
+    /// BlueZ does with its experimental interfaces, or not, as it does by default.
+    public func setPassiveScanning(_ supported: Bool, of adapter: Adapter) {
+        state.withLock { state in
+            for (address, simulated) in state.adapters where simulated.name == adapter.name {
+                state.adapters[address]?.supportsPassiveScanning = supported
+            }
+        }
+    }
+
     /// Replaces a running set's advertisement; scans see the new data one advertising interval later.
     func updateAdvertisingSet(_ id: UInt64, of adapter: BluetoothAddress, to advertisement: Advertisement) throws {
         try state.withLock { state in

@@ -94,8 +94,9 @@ extension SimulatedRadio {
                 state.adapters[scan.adapter]?.isPowered == true, var discovery = state.devices[device]?.discovery,
                 scan.filter.matches(discovery)
             else { return nil }
+            if let passive = scan.passive, !passive.matches(discovery) { return nil }
             discovery.isNew = state.scans[scanID]!.reported.insert(device).inserted
-            guard discovery.isNew || scan.filter.allowsDuplicates else { return nil }
+            guard discovery.isNew || (scan.filter.allowsDuplicates && scan.passive == nil) else { return nil }
             return (scan.continuation, discovery)
         }
         if let (continuation, discovery) = delivery { continuation.yield(discovery) }

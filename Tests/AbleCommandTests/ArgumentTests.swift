@@ -45,6 +45,7 @@ struct ArgumentTests {
             (["advertise", "--secondary", "3M"], "--secondary must be 1M, 2M or Coded"),
             (["advertise", "--appearance", "tall"], "--appearance must be a number"),
             (["scan", "--manufacturer", "apple"], "--manufacturer must be a company ID"),
+            (["scan", "--passive"], "--passive needs --manufacturer"),
             (["l2cap"], "missing listen|connect"),
             (["l2cap", "dance"], "the mode is listen or connect, not 'dance'"),
             (["l2cap", "connect", "AA:BB:CC:DD:EE:FF"], "connect needs ADDRESS and PSM"),

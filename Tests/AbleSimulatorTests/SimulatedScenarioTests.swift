@@ -45,7 +45,7 @@ struct SimulatedAdvertisingScenarioTests {
         try await scenario.run(on: SimulatedScenarioBackend())
     }
 
-    @Test(arguments: [AdvertisingScenario.scanResponseData, .refusals])
+    @Test(arguments: [AdvertisingScenario.scanResponseData, .refusals, .passiveScanning])
     func scenarioOnAnAdapterWithScanResponseDataAndExtendedAdvertising(_ scenario: AdvertisingScenario) async throws {
         let backend = SimulatedScenarioBackend()
         backend.radio.setAdvertisingCapabilities(
@@ -54,6 +54,7 @@ struct SimulatedAdvertisingScenarioTests {
                 secondaryChannels: [.le1M, .le2M], canSetTxPower: true, supportsParameters: true,
                 supportsScanResponseData: true, extendsAutomatically: false),
             of: backend.peripheral)
+        backend.radio.setPassiveScanning(true, of: backend.central)
         try await scenario.run(on: backend)
     }
 }

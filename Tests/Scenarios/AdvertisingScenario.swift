@@ -11,6 +11,7 @@ public enum AdvertisingScenario: String, CaseIterable, Sendable, CustomTestStrin
     case beaconFollowedValueByValue
     case refusals
     case updateWhileRunning
+    case passiveScanning
 
     public var testDescription: String { rawValue }
 
@@ -27,6 +28,7 @@ public enum AdvertisingScenario: String, CaseIterable, Sendable, CustomTestStrin
             case .beaconFollowedValueByValue: try await Self.beacon(backend)
             case .refusals: try await Self.refusals(backend)
             case .updateWhileRunning: try await Self.updateWhileRunning(backend)
+            case .passiveScanning: try await Self.passiveScanning(backend)
             }
         } cleanup: {
             do {
@@ -235,6 +237,28 @@ public enum AdvertisingScenario: String, CaseIterable, Sendable, CustomTestStrin
             await advertising.stop()
         }
         #expect(await !advertising.isActive)
+    }
+
+    static func passiveScanning(_ backend: some ScenarioBackend) async throws {
+        let marker = UInt8.random(in: 1...255)
+        let filter = PassiveScanFilter(patterns: [.manufacturer(testCompany, prefix: [0xBE, marker])])
+        let scan: ScanStream
+        do {
+            scan = try await backend.central.passiveScan(filter)
+        } catch let error as BluetoothError where error.code == .notSupported {
+            #expect(error.message.contains("bluetoothd -E"))
+            return
+        }
+        let advertising = try await backend.peripheral.startAdvertising(
+            Advertisement(manufacturerData: [testCompany: [0xBE, marker, 7]], isConnectable: false))
+        try await withCleanup {
+            let found = try await scan.first(timeout: backend.discoveryTimeout)
+            #expect(found.address == (await backend.peripheral.state.address))
+            #expect(found.isNew)
+            #expect(found.advertisement.manufacturerData[testCompany] == [0xBE, marker, 7])
+        } cleanup: {
+            await advertising.stop()
+        }
     }
 
     /// Runs `body`, failing with a timeout after `timeout` of the backend's time.

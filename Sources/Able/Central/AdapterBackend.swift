@@ -6,6 +6,8 @@ package protocol AdapterBackend: Sendable {
     func stateChanges() -> AsyncStream<Adapter.State>
     /// Starts a scan; discoveries go to `continuation` until it terminates.
     func scan(_ filter: ScanFilter, into continuation: ScanStream.Continuation) async throws
+    /// Starts a passive scan through an advertisement monitor; discoveries go to `continuation`.
+    func passiveScan(_ filter: PassiveScanFilter, into continuation: ScanStream.Continuation) async throws
     func peripheral(address: BluetoothAddress) -> any PeripheralBackend
     func gattServerBackend() async throws -> any GATTServerBackend
     func startAdvertising(_ advertisement: Advertisement) async throws -> AdvertisingSet

@@ -19,6 +19,8 @@ struct ScanCommand: Command {
                 name: "service-data", value: "UUID", help: "only devices with service data of this UUID",
                 repeatable: true),
             .init(name: "duplicates", help: "report every advertisement, not each device once"),
+            .init(
+                name: "passive", help: "scan passively through BlueZ's advertisement monitor (needs --manufacturer)"),
             CommandSpec.json,
         ],
         details: """
@@ -30,6 +32,7 @@ struct ScanCommand: Command {
     var timeout: Duration
     var filter: ScanFilter
     var count: Int?
+    var passive: PassiveScanFilter?
 
     init(_ arguments: ParsedArguments) throws(UsageError) {
         adapter = arguments.string("adapter")
@@ -49,12 +52,24 @@ struct ScanCommand: Command {
             filter.serviceDataUUIDs.append(try arguments.uuid(text, "service-data"))
         }
         count = try arguments.int("count", in: 1...100_000)
+        if arguments.flag("passive") {
+            guard !filter.manufacturerIDs.isEmpty else {
+                throw UsageError("--passive needs --manufacturer: the advertisement monitor matches patterns")
+            }
+            passive = PassiveScanFilter(
+                patterns: filter.manufacturerIDs.map { .manufacturer($0) }, rssiHighThreshold: filter.minimumRSSI)
+        }
     }
 
     func run(in context: CommandContext) async throws {
         let console = context.console
         let adapter = try await context.adapter(self.adapter)
-        let scan = try await adapter.scan(filter)
+        let scan: ScanStream
+        if let passive {
+            scan = try await adapter.passiveScan(passive)
+        } else {
+            scan = try await adapter.scan(filter)
+        }
         console.progress("scanning on \(adapter.name) for \(timeout.seconds) s (Ctrl-C to stop)…")
         let limit = count
         let counter = Counter()

@@ -148,3 +148,24 @@ struct AdvertisingLayoutTests {
                 discovery))
     }
 }
+
+/// The patterns of a passive scan.
+struct AdvertisementPatternTests {
+    @Test("A pattern matches bytes at an offset in the data of a structure of its type")
+    func patterns() {
+        let data = AdvertisementData(manufacturerData: [0xFFFF: [0xBE, 0x01, 0x07]], serviceData: [.heartRate: [9]])
+        #expect(AdvertisementPattern.manufacturer(0xFFFF, prefix: [0xBE, 0x01]).matches(data))
+        #expect(!AdvertisementPattern.manufacturer(0xFFFF, prefix: [0xBE, 0x02]).matches(data))
+        #expect(!AdvertisementPattern.manufacturer(0x004C).matches(data))
+        #expect(AdvertisementPattern(adType: 0xFF, offset: 4, bytes: [0x07]).matches(data))
+        #expect(!AdvertisementPattern(adType: 0xFF, offset: 4, bytes: [0x07, 0x08]).matches(data))
+        #expect(AdvertisementPattern(adType: 0x16, bytes: [0x0D, 0x18, 0x09]).matches(data))
+        let filter = PassiveScanFilter(
+            patterns: [.manufacturer(0x004C), .manufacturer(0xFFFF)], rssiHighThreshold: -60)
+        let near = Discovery(address: "00:00:00:00:00:01", addressType: .public, rssi: -50, advertisement: data)
+        var far = near
+        far.rssi = -70
+        #expect(filter.matches(near))
+        #expect(!filter.matches(far))
+    }
+}
