@@ -247,7 +247,13 @@ final class BlueZAdvertisement: Sendable {
                     path: path, interface: "org.bluez.LEAdvertisement1", changed: changed)
             } else {
                 await unregister(path)
-                try await register(advertisement)
+                do {
+                    try await register(advertisement)
+                } catch {
+                    // Off the air now: the set has ended, as if BlueZ had released it.
+                    released.set()
+                    throw error
+                }
             }
         }
     }

@@ -153,7 +153,8 @@ public actor AdvertisingSet {
     /// `org.bluez.LEAdvertisingManager1.UnregisterAdvertisement` and `RegisterAdvertisement`.
     /// - Parameter advertisement: What to advertise from now on.
     /// - Throws: ``BluetoothError``: what ``Adapter/startAdvertising(_:)`` throws, and
-    ///   ``BluetoothError/Code/notAvailable`` when the set is no longer active.
+    ///   ``BluetoothError/Code/notAvailable`` when the set is no longer active. A refused new
+    ///   registration ends the set (``isActive`` is then `false`); a refused check leaves it as it was.
     public func update(_ advertisement: Advertisement) async throws {
         guard isActive else {
             throw BluetoothError(.notAvailable, message: "the advertising set was stopped or released by BlueZ")
