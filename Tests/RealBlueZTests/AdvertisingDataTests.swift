@@ -30,7 +30,7 @@ extension RealBlueZ {
                     // btmon prints the host's LE Set Advertising Data and Set Scan Response Data
                     // commands and the controller's LE Advertising Reports, each field decoded.
                     let expected = [
-                        "Company: not assigned (65535)", "Data: a1\(hex)0304",
+                        "Company: internal use (65535)", "Data: a1\(hex)0304",
                         "Environmental Sensing (0x181a)", "Data: \(hex)2233",
                         "Name (complete): air\(marker)", "(0x0341)", "TX power:",
                     ]
