@@ -108,10 +108,11 @@ struct SimulatedDevice {
             }
         }
         if advertisement.includesTxPower { data.txPowerLevel = advertisement.txPower ?? 0 }
-        if advertisement.isConnectable {
-            // As BlueZ sets them on an LE-only adapter.
-            data.flags =
-                advertisement.isDiscoverable ? [.generalDiscoverable, .bredrNotSupported] : [.bredrNotSupported]
+        // As BlueZ sets them on an LE-only adapter.
+        if advertisement.isDiscoverable {
+            data.flags = [.generalDiscoverable, .bredrNotSupported]
+        } else if advertisement.isConnectable {
+            data.flags = [.bredrNotSupported]
         }
         return Discovery(address: address, addressType: .public, rssi: rssi, advertisement: data)
     }
