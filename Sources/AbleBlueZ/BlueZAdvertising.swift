@@ -99,12 +99,9 @@ extension BlueZAdapterBackend {
         var properties: [String: DBusValue] = [
             "Type": .string(advertisement.isConnectable ? "peripheral" : "broadcast")
         ]
-        // BlueZ's documentation says Discoverable "shall not be set when Type is set to broadcast",
-        // but both 5.66 and 5.82 honour Discoverable = true there, and a flag-less advertisement is
-        // ignored by BlueZ's own unfiltered discovery: a discoverable broadcast keeps its flags.
-        if advertisement.isConnectable || advertisement.isDiscoverable {
-            properties["Discoverable"] = .boolean(advertisement.isDiscoverable)
-        }
+        // BlueZ's documentation: Discoverable "shall not be set when Type is set to broadcast"
+        // (5.82 refuses the advertisement: "Failed to parse advertisement").
+        if advertisement.isConnectable { properties["Discoverable"] = .boolean(advertisement.isDiscoverable) }
         func uuids(_ list: [BluetoothUUID]) -> DBusValue { list.map(\.uuidString).dbusValue }
         func manufacturer(_ data: [UInt16: [UInt8]]) -> DBusValue { data.mapValues { DBusVariant($0) }.dbusValue }
         func service(_ data: [BluetoothUUID: [UInt8]]) -> DBusValue {

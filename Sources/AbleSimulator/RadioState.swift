@@ -109,10 +109,9 @@ struct SimulatedDevice {
         }
         if advertisement.includesTxPower { data.txPowerLevel = advertisement.txPower ?? 0 }
         // As BlueZ sets them on an LE-only adapter.
-        if advertisement.isDiscoverable {
-            data.flags = [.generalDiscoverable, .bredrNotSupported]
-        } else if advertisement.isConnectable {
-            data.flags = [.bredrNotSupported]
+        if advertisement.isConnectable {
+            data.flags =
+                advertisement.isDiscoverable ? [.generalDiscoverable, .bredrNotSupported] : [.bredrNotSupported]
         }
         return Discovery(address: address, addressType: .public, rssi: rssi, advertisement: data)
     }

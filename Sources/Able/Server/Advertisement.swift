@@ -10,10 +10,8 @@
 ///
 /// The advertising flags are BlueZ's to set: general discoverable (``isDiscoverable``) or not,
 /// and BR/EDR not supported on an LE-only adapter. BlueZ offers no limited discoverable mode
-/// for an advertisement. A non-connectable (`broadcast`) advertisement carries the flags only
-/// when it is discoverable: BlueZ's own discovery ignores a device whose advertisements carry
-/// no discoverable flag (unless a client set a discovery filter or a monitor matches it), so a
-/// beacon meant for BlueZ scanners stays discoverable.
+/// for an advertisement, and a non-connectable (`broadcast`) advertisement carries no flags
+/// (BlueZ 5.82 refuses a discoverable one).
 public struct Advertisement: Sendable, Hashable {
     /// The name to advertise, or `nil` for none; it goes into the scan response, shortened
     /// (AD type 0x08, "Shortened Local Name") when it does not fit whole.

@@ -114,7 +114,7 @@ public struct AdvertisingPHY: RawRepresentable, Sendable, Hashable {
 extension Advertisement {
     /// How many bytes of advertising and scan response data BlueZ builds for this advertisement.
     ///
-    /// BlueZ puts the flags (3 bytes, for a connectable or discoverable advertisement), service and solicited
+    /// BlueZ puts the flags (3 bytes, for a connectable advertisement), service and solicited
     /// UUID lists, service data, appearance, the TX power (when included) and manufacturer
     /// data into the advertising data, and the local name, after the scan response's own
     /// fields, into the scan response, shortened to what fits there.
@@ -132,7 +132,7 @@ extension Advertisement {
         var advertising = AdvertisementData(
             serviceUUIDs: serviceUUIDs, solicitedUUIDs: solicitedUUIDs, manufacturerData: manufacturerData,
             serviceData: serviceData, txPowerLevel: includesTxPower ? 0 : nil, appearance: appearance)
-        if isConnectable || isDiscoverable { advertising.flags = [.generalDiscoverable] }
+        if isConnectable { advertising.flags = [.generalDiscoverable] }
         let fields = AdvertisementData(
             serviceUUIDs: scanResponse.serviceUUIDs, solicitedUUIDs: scanResponse.solicitedUUIDs,
             manufacturerData: scanResponse.manufacturerData, serviceData: scanResponse.serviceData

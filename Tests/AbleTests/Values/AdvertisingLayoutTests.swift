@@ -30,8 +30,6 @@ struct AdvertisingLayoutTests {
         #expect(advertisement.layout.scanResponseLength == 8)
         var broadcast = advertisement
         broadcast.isConnectable = false
-        #expect(broadcast.layout.advertisingDataLength == 25)
-        broadcast.isDiscoverable = false
         #expect(broadcast.layout.advertisingDataLength == 22)
     }
 
