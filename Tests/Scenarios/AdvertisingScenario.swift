@@ -149,6 +149,9 @@ public enum AdvertisingScenario: String, CaseIterable, Sendable, CustomTestStrin
         let scan = try await backend.central.scan(ScanFilter(allowsDuplicates: true, manufacturerIDs: [testCompany]))
         let peripheralAddress = await backend.peripheral.state.address
         let last = beaconValues.last!
+        let advertising = try await backend.peripheral.startAdvertising(beacon(beaconValues[0]))
+        // Started once advertising runs (the scan keeps what comes before), so that a refused
+        // advertisement leaves no task iterating the scan.
         let collector = Task {
             var values: [UInt8] = []
             for try await report in scan where report.address == peripheralAddress {
@@ -161,7 +164,6 @@ public enum AdvertisingScenario: String, CaseIterable, Sendable, CustomTestStrin
             }
             return values
         }
-        let advertising = try await backend.peripheral.startAdvertising(beacon(beaconValues[0]))
         try await withCleanup {
             for value in beaconValues.dropFirst() {
                 try await backend.pause(.milliseconds(200))
