@@ -112,10 +112,10 @@ extension BlueZAdapterBackend {
                     let known = system.tree.properties(of: "org.bluez.Device1", at: device),
                     let discovery = Discovery(bluezDevice: known.merging(reported) { $1 }), filter.matches(discovery)
                 else { continue }
-                if !filter.allowsDuplicates {
-                    guard seen.insert(discovery.address).inserted else { continue }
-                }
-                continuation.yield(discovery)
+                var report = discovery
+                report.isNew = seen.insert(discovery.address).inserted
+                guard report.isNew || filter.allowsDuplicates else { continue }
+                continuation.yield(report)
             }
             continuation.finish()
         }
@@ -138,7 +138,9 @@ extension BlueZAdapterBackend {
     static let daemonExitGrace = Duration.seconds(2)
 
     /// Device properties whose change means a new advertising report arrived.
-    static let reportProperties: Set<String> = ["RSSI", "ManufacturerData", "ServiceData", "TxPower"]
+    static let reportProperties: Set<String> = [
+        "RSSI", "ManufacturerData", "ServiceData", "TxPower", "AdvertisingData", "AdvertisingFlags",
+    ]
 }
 
 extension BlueZAdapterBackend {

@@ -2,35 +2,72 @@ import Able
 import AbleDBus
 
 extension BlueZAdapterBackend {
+    static let advertisingManager = "org.bluez.LEAdvertisingManager1"
+
     func startAdvertising(_ advertisement: Advertisement) async throws -> AdvertisingSet {
-        try advertisement.validateLegacyLength()
-        let connection = system.connection
-        let path = DBusObjectPath.unique("/able/advertisement_")
-        let bluez = try await connection.nameOwner(of: BlueZSystem.service)
-        let released = ReleaseFlag()
-        try await connection.export(
-            [Self.advertisementInterface(advertisement, released: released)], at: path, authorize: { $0 == bluez })
-        do {
-            _ = try await system.call(
-                self.path, "org.bluez.LEAdvertisingManager1", "RegisterAdvertisement",
-                [.objectPath(path), .dictionary(key: .string, value: .variant, [])])
-        } catch {
-            // BlueZ may have registered the advertisement although its answer did not reach us (the
-            // task was cancelled while waiting): unregister it, from a task that is not cancelled.
-            await system.callEvenIfCancelled(
-                self.path, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement", [.objectPath(path)])
-            await connection.unexport(path)
-            throw (error as? BluetoothError).map(Self.explain) ?? error
+        let capabilities = try await advertisingCapabilities()
+        try advertisement.validate(against: capabilities)
+        let registration = BlueZAdvertisement(adapter: self, scanResponseFields: capabilities.supportsScanResponseData)
+        try await registration.register(advertisement)
+        return AdvertisingSet(
+            advertisement, released: registration.released,
+            update: { try await registration.update($0) },
+            stop: { await registration.stop() })
+    }
+
+    func advertisingCapabilities() async throws -> AdvertisingCapabilities {
+        guard let interfaces = system.tree.interfaces(at: path) else {
+            throw BluetoothError(
+                system.tree.owner == nil ? .daemonUnavailable : .notAvailable, message: "adapter \(name) is not present"
+            )
         }
-        let system = self.system
-        let adapter = self.path
-        return AdvertisingSet(released: released) {
-            if !released.value {
-                _ = try? await system.call(
-                    adapter, "org.bluez.LEAdvertisingManager1", "UnregisterAdvertisement", [.objectPath(path)])
-            }
-            await connection.unexport(path)
+        guard let manager = interfaces[Self.advertisingManager] else {
+            throw BluetoothError(.notSupported, message: "BlueZ offers no LE advertising on \(name)")
         }
+        return Self.capabilities(
+            manager: manager, monitorManager: interfaces["org.bluez.AdvertisementMonitorManager1"],
+            adapter: interfaces[Self.interface] ?? [:])
+    }
+
+    /// Reads the capabilities from `LEAdvertisingManager1`'s properties.
+    ///
+    /// BlueZ says nothing of its version or of `-E` on the bus, so both are read from what it
+    /// exports: `AdvertisementMonitorManager1.SupportedMonitorTypes` is experimental on every
+    /// version, `SupportedCapabilities` is experimental before 5.77, and the adapter's
+    /// `Manufacturer` property (BlueZ 5.7x) marks a BlueZ that extends advertising by itself.
+    static func capabilities(
+        manager: [String: DBusVariant], monitorManager: [String: DBusVariant]?, adapter: [String: DBusVariant]
+    ) -> AdvertisingCapabilities {
+        let capabilities = try? manager.decode("SupportedCapabilities", as: [String: DBusVariant].self)
+        let features = (try? manager.decode("SupportedFeatures", as: [String].self)) ?? []
+        let experimental = monitorManager?["SupportedMonitorTypes"] != nil
+        let modern = adapter["Manufacturer"] != nil
+        var txPowerRange: ClosedRange<Int>?
+        if let low = try? capabilities?.decode("MinTxPower", as: Int16.self),
+            let high = try? capabilities?.decode("MaxTxPower", as: Int16.self), low <= high
+        {
+            txPowerRange = Int(low)...Int(high)
+        }
+        return AdvertisingCapabilities(
+            availableInstances: Int((try? manager.decode("SupportedInstances", as: UInt8.self)) ?? 0),
+            activeInstances: Int((try? manager.decode("ActiveInstances", as: UInt8.self)) ?? 0),
+            maximumAdvertisingDataLength: Int(
+                (try? capabilities?.decode("MaxAdvLen", as: UInt8.self)) ?? UInt8(AdvertisementData.legacyMaximumLength)
+            ),
+            maximumScanResponseLength: Int(
+                (try? capabilities?.decode("MaxScnRspLen", as: UInt8.self))
+                    ?? UInt8(AdvertisementData.legacyMaximumLength)),
+            txPowerRange: txPowerRange,
+            includes: Set(
+                ((try? manager.decode("SupportedIncludes", as: [String].self)) ?? []).map(
+                    AdvertisingCapabilities.Include.init)),
+            secondaryChannels: Set(
+                ((try? manager.decode("SupportedSecondaryChannels", as: [String].self)) ?? []).map(
+                    AdvertisingPHY.init)),
+            canSetTxPower: features.contains("CanSetTxPower"),
+            supportsParameters: capabilities != nil,
+            supportsScanResponseData: experimental && modern,
+            extendsAutomatically: modern)
     }
 
     /// Says what BlueZ's terse refusals mean.
@@ -52,39 +89,192 @@ extension BlueZAdapterBackend {
         return explained
     }
 
-    static func advertisementInterface(_ advertisement: Advertisement, released: ReleaseFlag) -> DBusInterface {
-        var properties: [DBusProperty] = [
-            .constant("Type", advertisement.isConnectable ? "peripheral" : "broadcast"),
-            .constant("Discoverable", advertisement.isDiscoverable),
+    /// The `org.bluez.LEAdvertisement1` properties of an advertisement.
+    ///
+    /// - Parameter scanResponseFields: Whether to send the scan response's fields (BlueZ 5.80
+    ///   and later with `-E`; others ignore them).
+    static func advertisementProperties(
+        _ advertisement: Advertisement, scanResponseFields: Bool
+    ) -> [String: DBusValue] {
+        var properties: [String: DBusValue] = [
+            "Type": .string(advertisement.isConnectable ? "peripheral" : "broadcast")
         ]
-        if !advertisement.serviceUUIDs.isEmpty {
-            properties.append(.constant("ServiceUUIDs", advertisement.serviceUUIDs.map(\.uuidString)))
+        // BlueZ's documentation: Discoverable "shall not be set when Type is set to broadcast"
+        // (5.82 refuses the advertisement: "Failed to parse advertisement").
+        if advertisement.isConnectable { properties["Discoverable"] = .boolean(advertisement.isDiscoverable) }
+        func uuids(_ list: [BluetoothUUID]) -> DBusValue { list.map(\.uuidString).dbusValue }
+        func manufacturer(_ data: [UInt16: [UInt8]]) -> DBusValue { data.mapValues { DBusVariant($0) }.dbusValue }
+        func service(_ data: [BluetoothUUID: [UInt8]]) -> DBusValue {
+            Dictionary(uniqueKeysWithValues: data.map { ($0.key.uuidString, DBusVariant($0.value)) }).dbusValue
         }
-        if let name = advertisement.localName { properties.append(.constant("LocalName", name)) }
-        if let appearance = advertisement.appearance { properties.append(.constant("Appearance", appearance)) }
-        if advertisement.includesTxPower { properties.append(.constant("Includes", ["tx-power"])) }
+        if !advertisement.serviceUUIDs.isEmpty { properties["ServiceUUIDs"] = uuids(advertisement.serviceUUIDs) }
+        if !advertisement.solicitedUUIDs.isEmpty { properties["SolicitUUIDs"] = uuids(advertisement.solicitedUUIDs) }
+        if let name = advertisement.localName { properties["LocalName"] = .string(name) }
+        if let appearance = advertisement.appearance { properties["Appearance"] = .uint16(appearance) }
+        if advertisement.includesTxPower { properties["Includes"] = ["tx-power"].dbusValue }
         if !advertisement.manufacturerData.isEmpty {
-            let data = advertisement.manufacturerData.mapValues { DBusVariant($0) }
-            properties.append(.constant("ManufacturerData", data))
+            properties["ManufacturerData"] = manufacturer(advertisement.manufacturerData)
         }
-        if !advertisement.serviceData.isEmpty {
-            let data = Dictionary(
-                uniqueKeysWithValues: advertisement.serviceData.map { ($0.key.uuidString, DBusVariant($0.value)) })
-            properties.append(.constant("ServiceData", data))
-        }
+        if !advertisement.serviceData.isEmpty { properties["ServiceData"] = service(advertisement.serviceData) }
         if let timeout = advertisement.timeout {
-            properties.append(.constant("Timeout", UInt16(clamping: timeout.components.seconds)))
+            properties["Timeout"] = .uint16(UInt16(clamping: timeout.components.seconds))
         }
         if let duration = advertisement.duration {
-            properties.append(.constant("Duration", UInt16(clamping: duration.components.seconds)))
+            properties["Duration"] = .uint16(UInt16(clamping: duration.components.seconds))
+        }
+        if let interval = advertisement.interval {
+            func milliseconds(_ duration: Duration) -> UInt32 {
+                UInt32(
+                    clamping: duration.components.seconds * 1000 + duration.components.attoseconds
+                        / 1_000_000_000_000_000)
+            }
+            properties["MinInterval"] = .uint32(milliseconds(interval.lowerBound))
+            properties["MaxInterval"] = .uint32(milliseconds(interval.upperBound))
+        }
+        if let txPower = advertisement.txPower { properties["TxPower"] = .int16(Int16(clamping: txPower)) }
+        if let channel = advertisement.secondaryChannel { properties["SecondaryChannel"] = .string(channel.rawValue) }
+        if scanResponseFields {
+            let response = advertisement.scanResponse
+            if !response.serviceUUIDs.isEmpty { properties["ScanResponseServiceUUIDs"] = uuids(response.serviceUUIDs) }
+            if !response.solicitedUUIDs.isEmpty {
+                properties["ScanResponseSolicitUUIDs"] = uuids(response.solicitedUUIDs)
+            }
+            if !response.manufacturerData.isEmpty {
+                properties["ScanResponseManufacturerData"] = manufacturer(response.manufacturerData)
+            }
+            if !response.serviceData.isEmpty { properties["ScanResponseServiceData"] = service(response.serviceData) }
+        }
+        return properties
+    }
+
+    /// Properties whose change BlueZ cannot apply to a running advertisement as it is: a change
+    /// of them registers the advertisement again.
+    static let advertisingParameters: Set<String> = [
+        "Type", "Timeout", "Duration", "MinInterval", "MaxInterval", "TxPower", "SecondaryChannel",
+    ]
+}
+
+/// One advertisement registered with BlueZ: an exported `org.bluez.LEAdvertisement1` object
+/// whose properties follow ``AdvertisingSet/update(_:)``.
+final class BlueZAdvertisement: Sendable {
+    private struct State {
+        var path: DBusObjectPath?
+        var properties: [String: DBusValue] = [:]
+        var stopped = false
+    }
+
+    let adapter: BlueZAdapterBackend
+    let scanResponseFields: Bool
+    /// Set when BlueZ releases the current registration (not one this object replaced).
+    let released = ReleaseFlag()
+    private let state = LockedValue(State())
+    /// Runs updates and the stop one after another.
+    private let queue = FIFOLock()
+
+    init(adapter: BlueZAdapterBackend, scanResponseFields: Bool) {
+        self.adapter = adapter
+        self.scanResponseFields = scanResponseFields
+    }
+
+    /// Exports the advertisement at a new path and registers it.
+    func register(_ advertisement: Advertisement) async throws {
+        let properties = BlueZAdapterBackend.advertisementProperties(
+            advertisement, scanResponseFields: scanResponseFields)
+        let system = adapter.system
+        let connection = system.connection
+        let path = DBusObjectPath.unique("/able/advertisement_")
+        let bluez = try await connection.nameOwner(of: BlueZSystem.service)
+        state.withLock {
+            $0.path = path
+            $0.properties = properties
+        }
+        try await connection.export([interface(at: path, properties.keys)], at: path, authorize: { $0 == bluez })
+        do {
+            _ = try await system.call(
+                adapter.path, BlueZAdapterBackend.advertisingManager, "RegisterAdvertisement",
+                [.objectPath(path), .dictionary(key: .string, value: .variant, [])])
+        } catch {
+            // BlueZ may have registered the advertisement although its answer did not reach us (the
+            // task was cancelled while waiting): unregister it, from a task that is not cancelled.
+            await system.callEvenIfCancelled(
+                adapter.path, BlueZAdapterBackend.advertisingManager, "UnregisterAdvertisement", [.objectPath(path)])
+            await connection.unexport(path)
+            state.withLock { $0.path = nil }
+            throw (error as? BluetoothError).map(BlueZAdapterBackend.explain) ?? error
+        }
+    }
+
+    /// The exported interface at `path`; its properties read the current state.
+    private func interface(at path: DBusObjectPath, _ names: some Sequence<String>) -> DBusInterface {
+        let properties = names.sorted().map { name in
+            let signature = state.withLock { $0.properties[name]!.signature }
+            return DBusProperty(name, signature: signature) { [state] in
+                guard let value = state.withLock({ $0.properties[name] }) else {
+                    throw DBusError(.invalidArgs, "no property \(name)")
+                }
+                return value
+            }
         }
         return DBusInterface(
             "org.bluez.LEAdvertisement1",
             methods: [
-                .immediate("Release") { _ in
-                    released.set()
+                .immediate("Release") { [state, released] _ in
+                    // A Release for a registration that an update replaced is not the set's end.
+                    if state.withLock({ $0.path == path }) { released.set() }
                     return []
                 }
             ], properties: properties)
+    }
+
+    func update(_ advertisement: Advertisement) async throws {
+        try await queue.withLock {
+            let (current, path, stopped) = state.withLock { ($0.properties, $0.path, $0.stopped) }
+            guard !stopped, let path, !released.value else {
+                throw BluetoothError(.notAvailable, message: "the advertising set was stopped or released by BlueZ")
+            }
+            var capabilities = try await adapter.advertisingCapabilities()
+            capabilities.availableInstances += 1  // this set's own
+            try advertisement.validate(against: capabilities)
+            let properties = BlueZAdapterBackend.advertisementProperties(
+                advertisement, scanResponseFields: scanResponseFields)
+            let sameShape =
+                Set(properties.keys) == Set(current.keys)
+                && BlueZAdapterBackend.advertisingParameters.allSatisfy { properties[$0] == current[$0] }
+            if sameShape {
+                let changed = properties.filter { current[$0.key] != $0.value }
+                guard !changed.isEmpty else { return }
+                state.withLock { $0.properties = properties }
+                adapter.system.connection.emitPropertiesChanged(
+                    path: path, interface: "org.bluez.LEAdvertisement1", changed: changed)
+            } else {
+                await unregister(path)
+                do {
+                    try await register(advertisement)
+                } catch {
+                    // Off the air now: the set has ended, as if BlueZ had released it.
+                    released.set()
+                    throw error
+                }
+            }
+        }
+    }
+
+    private func unregister(_ path: DBusObjectPath) async {
+        state.withLock { if $0.path == path { $0.path = nil } }
+        if !released.value {
+            await adapter.system.callEvenIfCancelled(
+                adapter.path, BlueZAdapterBackend.advertisingManager, "UnregisterAdvertisement", [.objectPath(path)])
+        }
+        await adapter.system.connection.unexport(path)
+    }
+
+    func stop() async {
+        try? await queue.withLock {
+            let path = state.withLock { state in
+                state.stopped = true
+                return state.path
+            }
+            if let path { await unregister(path) }
+        }
     }
 }

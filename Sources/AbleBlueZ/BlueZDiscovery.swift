@@ -88,6 +88,21 @@ extension Discovery {
         if let manufacturer = try? properties.decode("ManufacturerData", as: [UInt16: DBusVariant].self) {
             advertisement.manufacturerData = manufacturer.compactMapValues { try? $0.decode([UInt8].self) }
         }
+        // AdvertisingData (BlueZ 5.66 with -E, 5.82) holds the types BlueZ has no property for,
+        // such as the solicited UUIDs.
+        if let data = try? properties.decode("AdvertisingData", as: [UInt8: DBusVariant].self) {
+            var bytes: [UInt8] = []
+            for (type, value) in data.sorted(by: { $0.key < $1.key }) {
+                guard let value = try? value.decode([UInt8].self), value.count < 255 else { continue }
+                bytes += [UInt8(value.count + 1), type] + value
+            }
+            if let parsed = try? AdvertisementData(advertisingBytes: bytes) {
+                advertisement.solicitedUUIDs = parsed.solicitedUUIDs
+            }
+        }
+        if let flags = try? properties.decode("AdvertisingFlags", as: [UInt8].self), let first = flags.first {
+            advertisement.flags = AdvertisementData.Flags(rawValue: first)
+        }
         if let service = try? properties.decode("ServiceData", as: [String: DBusVariant].self) {
             for (uuid, value) in service {
                 guard let uuid = BluetoothUUID(uuid), let bytes = try? value.decode([UInt8].self) else { continue }

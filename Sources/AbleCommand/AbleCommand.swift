@@ -17,8 +17,8 @@ import Dispatch
 public enum AbleCommand {
     static let commands: [any Command.Type] = [
         DemoCommand.self, ScanCommand.self, InfoCommand.self, ReadCommand.self, WriteCommand.self,
-        NotifyCommand.self, ServeCommand.self, L2CAPCommand.self, DevicesCommand.self, ForgetCommand.self,
-        PairCommand.self,
+        NotifyCommand.self, ServeCommand.self, AdvertiseCommand.self, L2CAPCommand.self, DevicesCommand.self,
+        ForgetCommand.self, PairCommand.self,
     ]
 
     /// The subcommands' names, in the order the usage lists them.

@@ -21,6 +21,10 @@ struct RadioState {
         var continuation: ScanStream.Continuation
         /// The clock's tokens of the deliveries scheduled for this scan, cancelled when it ends.
         var pendingDeliveries: [UInt64] = []
+        /// The devices this scan has reported, to tell a new device from an update.
+        var reported: Set<BluetoothAddress> = []
+        /// The monitor's patterns of a passive scan.
+        var passive: PassiveScanFilter?
     }
 
     struct ListenerKey: Hashable {
@@ -65,6 +69,12 @@ struct SimulatedAdapterState {
     var isPowered = true
     var isDiscoverable = false
     var isPairable = true
+    /// What the adapter's advertising can do, as the BlueZ it imitates reports it.
+    var advertising = SimulatedRadio.defaultAdvertisingCapabilities
+    /// The adapter's running advertising sets, oldest first: scans see the newest.
+    var advertisingSets: [(id: UInt64, advertisement: Advertisement)] = []
+    /// Whether the adapter offers passive scanning (BlueZ's advertisement monitor, `-E` only).
+    var supportsPassiveScanning = false
 
     func publicState(discovering: Bool) -> Adapter.State {
         Adapter.State(
@@ -95,11 +105,20 @@ struct SimulatedDevice {
 
     var discovery: Discovery? {
         guard isAdvertising, isInRange, let advertisement else { return nil }
-        return Discovery(
-            address: address, addressType: .public, rssi: rssi,
-            advertisement: AdvertisementData(
-                localName: advertisement.localName, serviceUUIDs: advertisement.serviceUUIDs,
-                manufacturerData: advertisement.manufacturerData, serviceData: advertisement.serviceData,
-                appearance: advertisement.appearance))
+        var data = advertisement.advertisedData
+        if let name = data.localName {
+            // As BlueZ does: the name goes last into the scan response, shortened to what fits.
+            let room = AdvertisementData.legacyMaximumLength - advertisement.layout.scanResponseFieldsLength - 2
+            if name.utf8.count > room {
+                data.localName = String(decoding: name.utf8.prefix(max(0, room)), as: UTF8.self)
+            }
+        }
+        if advertisement.includesTxPower { data.txPowerLevel = advertisement.txPower ?? 0 }
+        // As BlueZ sets them on an LE-only adapter.
+        if advertisement.isConnectable {
+            data.flags =
+                advertisement.isDiscoverable ? [.generalDiscoverable, .bredrNotSupported] : [.bredrNotSupported]
+        }
+        return Discovery(address: address, addressType: .public, rssi: rssi, advertisement: data)
     }
 }

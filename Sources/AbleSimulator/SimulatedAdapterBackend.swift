@@ -45,6 +45,22 @@ struct SimulatedAdapterBackend: AdapterBackend {
     }
 
     func scan(_ filter: ScanFilter, into continuation: ScanStream.Continuation) async throws {
+        try await scan(filter, passive: nil, into: continuation)
+    }
+
+    func passiveScan(_ filter: PassiveScanFilter, into continuation: ScanStream.Continuation) async throws {
+        guard radio.state.withLock({ $0.adapters[address]?.supportsPassiveScanning == true }) else {
+            throw BluetoothError(
+                .notSupported,
+                message: "BlueZ offers no advertisement monitor (or_patterns) on \(name): BlueZ 5.66 and 5.82 export "
+                    + "AdvertisementMonitorManager1 only with their experimental interfaces (bluetoothd -E)")
+        }
+        try await scan(ScanFilter(), passive: filter, into: continuation)
+    }
+
+    private func scan(
+        _ filter: ScanFilter, passive: PassiveScanFilter?, into continuation: ScanStream.Continuation
+    ) async throws {
         let (id, devices) = try radio.state.withLock { state in
             guard state.adapters[address] != nil else {
                 throw BluetoothError(.adapterRemoved, message: "adapter \(name) was removed")
@@ -54,7 +70,8 @@ struct SimulatedAdapterBackend: AdapterBackend {
                     .notReady, message: "\(name) is powered off", errorName: "org.bluez.Error.NotReady")
             }
             let id = state.makeID()
-            state.scans[id] = RadioState.Scan(adapter: address, filter: filter, continuation: continuation)
+            state.scans[id] = RadioState.Scan(
+                adapter: address, filter: filter, continuation: continuation, passive: passive)
             return (id, state.devices.values.sorted { $0.address < $1.address })
         }
         continuation.setHandOffObserver { [clock = radio.clock] in clock.handOffEnded() }
@@ -85,18 +102,25 @@ struct SimulatedAdapterBackend: AdapterBackend {
     }
 
     func startAdvertising(_ advertisement: Advertisement) async throws -> AdvertisingSet {
-        try advertisement.validateLegacyLength()
-        radio.state.withLock { state in
+        let id = try radio.state.withLock { state in
+            try advertisement.validate(against: state.advertisingCapabilities(of: address))
             if state.devices[address] == nil {
                 state.devices[address] = SimulatedDevice(address: address, advertisement: nil, rssi: -40, mtu: 23)
             }
+            let id = state.makeID()
+            state.adapters[address]?.advertisingSets.append((id, advertisement))
             state.devices[address]?.advertisement = advertisement
             state.devices[address]?.isAdvertising = true
+            return id
         }
         radio.announce(address)
-        let released = ReleaseFlag()
-        return AdvertisingSet(released: released) { [radio, address] in
-            radio.state.withLock { $0.devices[address]?.isAdvertising = false }
-        }
+        return AdvertisingSet(
+            advertisement, released: ReleaseFlag(),
+            update: { [radio, address] in try radio.updateAdvertisingSet(id, of: address, to: $0) },
+            stop: { [radio, address] in radio.stopAdvertisingSet(id, of: address) })
+    }
+
+    func advertisingCapabilities() async throws -> AdvertisingCapabilities {
+        radio.state.withLock { $0.advertisingCapabilities(of: address) }
     }
 }

@@ -91,9 +91,12 @@ extension SimulatedRadio {
     func deliver(_ device: BluetoothAddress, to scanID: UInt64) {
         let delivery = state.withLock { state -> (ScanStream.Continuation, Discovery)? in
             guard let scan = state.scans[scanID], scan.adapter != device,
-                state.adapters[scan.adapter]?.isPowered == true, let discovery = state.devices[device]?.discovery,
+                state.adapters[scan.adapter]?.isPowered == true, var discovery = state.devices[device]?.discovery,
                 scan.filter.matches(discovery)
             else { return nil }
+            if let passive = scan.passive, !passive.matches(discovery) { return nil }
+            discovery.isNew = state.scans[scanID]!.reported.insert(device).inserted
+            guard discovery.isNew || (scan.filter.allowsDuplicates && scan.passive == nil) else { return nil }
             return (scan.continuation, discovery)
         }
         if let (continuation, discovery) = delivery {

@@ -79,6 +79,59 @@ struct SimulatedCommandTests {
         }
     }
 
+    @Test("advertise sends every field given, scan prints them and filters by manufacturer")
+    func advertiseAndScan() async throws {
+        let advertise = Task {
+            await able(
+                [
+                    "advertise", "--name", "cli", "--service", "181A", "--service-data", "181A=0102",
+                    "--manufacturer", "0xFFFF=a1b2", "--appearance", "0x0341", "--tx-power", "--duration", "600",
+                ], on: peripheral)
+        }
+        // The scan's timeout runs on the radio's clock, which jumps: start it once the set runs.
+        while try await peripheral.advertisingCapabilities().activeInstances == 0 {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let result = await able(["scan", "--manufacturer", "0xffff", "--count", "1", "--timeout", "3"])
+        #expect(result.status == 0, "\(result.errors)")
+        let discovery = try #require(result.json.first)
+        #expect(discovery.contains(#""new":true,"name":"cli""#), "\(discovery)")
+        #expect(discovery.contains(#""txPower":0,"appearance":833,"flags":6"#), "\(discovery)")
+        #expect(
+            discovery.contains(
+                #""serviceData":{"0000181a-0000-1000-8000-00805f9b34fb":"0102"},"manufacturerData":{"65535":"a1b2"}"#),
+            "\(discovery)")
+        advertise.cancel()
+        let advertised = await advertise.value
+        #expect(
+            advertised.json == [
+                #"{"event":"advertising","adapter":"sim-peripheral","advertisingDataLength":26,"scanResponseLength":5}"#,
+                #"{"event":"stopped"}"#,
+            ])
+        #expect(radio.openResources.isEmpty)
+    }
+
+    @Test("advertise refuses data that does not fit, with the bytes used and available")
+    func advertiseRefusesTooMuch() async {
+        let result = await able(
+            ["advertise", "--manufacturer", "1=" + String(repeating: "ab", count: 25)], on: peripheral)
+        #expect(result.status == 1)
+        #expect(result.errors.joined().contains("needs 32 bytes; 31 are available"), "\(result.errors)")
+    }
+
+    @Test("advertise --capabilities prints what the adapter can advertise")
+    func advertiseCapabilities() async {
+        let result = await able(["advertise", "--capabilities"], on: peripheral)
+        #expect(result.status == 0)
+        #expect(
+            result.json == [
+                #"{"event":"capabilities","adapter":"sim-peripheral","availableInstances":5,"activeInstances":0,"#
+                    + #""maximumAdvertisingDataLength":31,"maximumScanResponseLength":31,"#
+                    + #""includes":["appearance","local-name","tx-power"],"secondaryChannels":[],"canSetTxPower":false,"#
+                    + #""supportsParameters":true,"supportsScanResponseData":false}"#
+            ])
+    }
+
     @Test("info without an address describes the adapter")
     func adapterInfo() async {
         await radio.run {

@@ -36,3 +36,26 @@ struct SimulatedScenarioBackend: ScenarioBackend {
         #expect(radio.openResources == [])
     }
 }
+
+/// The advertising scenarios on the simulated radio, whose adapters imitate BlueZ 5.82 on the
+/// guest's emulated controllers (``SimulatedRadio/defaultAdvertisingCapabilities``).
+@Suite(.timeLimit(.minutes(1)))
+struct SimulatedAdvertisingScenarioTests {
+    @Test(arguments: AdvertisingScenario.allCases)
+    func scenario(_ scenario: AdvertisingScenario) async throws {
+        try await scenario.run(on: SimulatedScenarioBackend())
+    }
+
+    @Test(arguments: [AdvertisingScenario.scanResponseData, .refusals, .passiveScanning])
+    func scenarioOnAnAdapterWithScanResponseDataAndExtendedAdvertising(_ scenario: AdvertisingScenario) async throws {
+        let backend = SimulatedScenarioBackend()
+        backend.radio.setAdvertisingCapabilities(
+            AdvertisingCapabilities(
+                availableInstances: 2, maximumAdvertisingDataLength: 251, txPowerRange: -20...10,
+                secondaryChannels: [.le1M, .le2M], canSetTxPower: true, supportsParameters: true,
+                supportsScanResponseData: true, extendsAutomatically: false),
+            of: backend.peripheral)
+        backend.radio.setPassiveScanning(true, of: backend.central)
+        try await scenario.run(on: backend)
+    }
+}

@@ -190,13 +190,19 @@ public actor Adapter {
 
     /// Starts advertising, so that centrals find (and, if connectable, connect to) this adapter.
     ///
+    /// Several sets can run at once, up to the adapter's free instances
+    /// (``AdvertisingCapabilities/availableInstances``). The advertisement is checked against
+    /// ``advertisingCapabilities()`` before BlueZ is asked (see ``Advertisement/validate(against:)``).
+    ///
     /// The corresponding BlueZ method is `org.bluez.LEAdvertisingManager1.RegisterAdvertisement`.
-    /// - Returns: The running advertisement; call ``AdvertisingSet/stop()`` to end it.
-    /// - Throws: ``BluetoothError``: ``BluetoothError/Code/valueTooLong`` when the data does not fit
-    ///   legacy advertising, ``BluetoothError/Code/invalidArguments`` for an empty name or a
-    ///   timeout or duration that is not above zero (both checked before asking BlueZ),
-    ///   ``BluetoothError/Code/notAvailable`` when the controller has no free advertising
-    ///   instance, or what else BlueZ answered.
+    /// - Returns: The running advertisement; ``AdvertisingSet/update(_:)`` changes it,
+    ///   ``AdvertisingSet/stop()`` ends it.
+    /// - Throws: ``BluetoothError``: ``BluetoothError/Code/valueTooLong`` when the data or the scan
+    ///   response does not fit (saying the bytes used and available), ``BluetoothError/Code/invalidArguments``
+    ///   for an empty name or a timeout or duration that is not above zero,
+    ///   ``BluetoothError/Code/notSupported`` for what the adapter or this BlueZ cannot do (all
+    ///   checked before asking BlueZ), ``BluetoothError/Code/notAvailable`` when the controller has
+    ///   no free advertising instance, or what else BlueZ answered.
     public func startAdvertising(_ advertisement: Advertisement) async throws -> AdvertisingSet {
         try InputChecks.advertisement(advertisement)
         return try await backend.startAdvertising(advertisement)

@@ -6,9 +6,13 @@ package protocol AdapterBackend: Sendable {
     func stateChanges() -> AsyncStream<Adapter.State>
     /// Starts a scan; discoveries go to `continuation` until it terminates.
     func scan(_ filter: ScanFilter, into continuation: ScanStream.Continuation) async throws
+    /// Starts a passive scan through an advertisement monitor; discoveries go to `continuation`.
+    func passiveScan(_ filter: PassiveScanFilter, into continuation: ScanStream.Continuation) async throws
     func peripheral(address: BluetoothAddress) -> any PeripheralBackend
     func gattServerBackend() async throws -> any GATTServerBackend
     func startAdvertising(_ advertisement: Advertisement) async throws -> AdvertisingSet
+    /// What the adapter can advertise now.
+    func advertisingCapabilities() async throws -> AdvertisingCapabilities
     /// Listens for L2CAP LE credit-based channels on this adapter.
     func listenL2CAP(psm: PSM, _ options: L2CAPOptions) async throws -> L2CAPListener
     /// Waits `duration` on the backend's clock: the wall clock on BlueZ, simulated time on the

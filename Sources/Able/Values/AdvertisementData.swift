@@ -11,6 +11,10 @@ public struct AdvertisementData: Hashable, Sendable {
     /// The services the device offers, or the ones it lists as most important.
     public var serviceUUIDs: [BluetoothUUID]
 
+    /// The services the device asks centrals to offer (Service Solicitation), sent as the
+    /// advertising data types 0x14, 0x1F and 0x15.
+    public var solicitedUUIDs: [BluetoothUUID]
+
     /// Manufacturer-specific data, keyed by the manufacturer's SIG-assigned company identifier.
     public var manufacturerData: [UInt16: [UInt8]]
 
@@ -34,6 +38,7 @@ public struct AdvertisementData: Hashable, Sendable {
     /// - Parameters:
     ///   - localName: The device's name.
     ///   - serviceUUIDs: The services to advertise.
+    ///   - solicitedUUIDs: The services the device asks centrals to offer.
     ///   - manufacturerData: Manufacturer-specific data, keyed by company identifier.
     ///   - serviceData: Data associated with services, keyed by service UUID.
     ///   - txPowerLevel: The transmitted power level in dBm, `-127...127`.
@@ -42,6 +47,7 @@ public struct AdvertisementData: Hashable, Sendable {
     public init(
         localName: String? = nil,
         serviceUUIDs: [BluetoothUUID] = [],
+        solicitedUUIDs: [BluetoothUUID] = [],
         manufacturerData: [UInt16: [UInt8]] = [:],
         serviceData: [BluetoothUUID: [UInt8]] = [:],
         txPowerLevel: Int? = nil,
@@ -50,6 +56,7 @@ public struct AdvertisementData: Hashable, Sendable {
     ) {
         self.localName = localName
         self.serviceUUIDs = serviceUUIDs
+        self.solicitedUUIDs = solicitedUUIDs
         self.manufacturerData = manufacturerData
         self.serviceData = serviceData
         self.txPowerLevel = txPowerLevel
@@ -71,6 +78,9 @@ extension AdvertisementData {
         static let shortenedLocalName: UInt8 = 0x08
         static let completeLocalName: UInt8 = 0x09
         static let txPowerLevel: UInt8 = 0x0A
+        static let solicitedUUID16List: UInt8 = 0x14
+        static let solicitedUUID128List: UInt8 = 0x15
+        static let solicitedUUID32List: UInt8 = 0x1F
         static let serviceData16: UInt8 = 0x16
         static let appearance: UInt8 = 0x19
         static let serviceData32: UInt8 = 0x20
@@ -82,6 +92,11 @@ extension AdvertisementData {
             incompleteUUID16List: 2, completeUUID16List: 2,
             incompleteUUID32List: 4, completeUUID32List: 4,
             incompleteUUID128List: 16, completeUUID128List: 16,
+        ]
+
+        /// The UUID width in bytes for each service solicitation type.
+        static let solicitedListWidths: [UInt8: Int] = [
+            solicitedUUID16List: 2, solicitedUUID32List: 4, solicitedUUID128List: 16,
         ]
 
         /// The UUID width in bytes for each service data type.
@@ -148,6 +163,17 @@ extension AdvertisementData {
                         serviceUUIDs.append(uuid)
                     }
                 }
+            } else if let width = DataType.solicitedListWidths[type] {
+                guard value.count % width == 0 else {
+                    throw Self.malformed(
+                        "solicited UUID list of \(typeName) has \(value.count) bytes, not a multiple of \(width)")
+                }
+                for start in stride(from: 0, to: value.count, by: width) {
+                    let uuid = BluetoothUUID(littleEndianBytes: value[start..<(start + width)])!
+                    if !solicitedUUIDs.contains(uuid) {
+                        solicitedUUIDs.append(uuid)
+                    }
+                }
             } else if let width = DataType.serviceDataWidths[type] {
                 guard value.count >= width else {
                     throw Self.malformed("service data of \(typeName) has \(value.count) bytes, less than its UUID")
@@ -174,6 +200,15 @@ extension AdvertisementData {
             let uuids = serviceUUIDs.filter { $0.bitWidth == bitWidth }
             if !uuids.isEmpty {
                 structures.append((listTypes[bitWidth]!, uuids.flatMap(\.littleEndianBytes)))
+            }
+        }
+        let solicitedTypes = [
+            16: DataType.solicitedUUID16List, 32: DataType.solicitedUUID32List, 128: DataType.solicitedUUID128List,
+        ]
+        for bitWidth in [16, 32, 128] {
+            let uuids = solicitedUUIDs.filter { $0.bitWidth == bitWidth }
+            if !uuids.isEmpty {
+                structures.append((solicitedTypes[bitWidth]!, uuids.flatMap(\.littleEndianBytes)))
             }
         }
         let dataTypes = [16: DataType.serviceData16, 32: DataType.serviceData32, 128: DataType.serviceData128]
@@ -207,7 +242,7 @@ extension AdvertisementData {
     /// The data as raw AD structures, in the format ``init(advertisingBytes:)`` parses.
     ///
     /// The structures come in a fixed order: flags, complete service UUID lists (16-, 32- then
-    /// 128-bit, each UUID in its shortest form), service data by UUID, appearance, TX power,
+    /// 128-bit, each UUID in its shortest form), solicited UUID lists (likewise), service data by UUID, appearance, TX power,
     /// manufacturer data by company identifier, and the complete local name.
     ///
     /// - Throws: ``BluetoothError`` with code ``BluetoothError/Code/valueTooLong`` if one structure

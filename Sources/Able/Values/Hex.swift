@@ -44,4 +44,9 @@ package enum Hex {
         }
         return String(repeating: "0", count: digits - text.count) + text
     }
+
+    /// Formats bytes as hex digits, two per byte, with no separator.
+    package static func string(_ bytes: some Sequence<UInt8>) -> String {
+        bytes.map { format($0, digits: 2) }.joined()
+    }
 }

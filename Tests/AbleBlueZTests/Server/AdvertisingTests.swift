@@ -61,14 +61,77 @@ struct AdvertisingTests {
         }
     }
 
+    @Test func aDataUpdateChangesTheExportedPropertiesAndAParameterUpdateRegistersAgain() async throws {
+        try await withAdapter { fake, adapter in
+            let set = try await adapter.startAdvertising(Advertisement(manufacturerData: [0xFFFF: [1]]))
+            let first = try #require(fake.advertisement.value)
+            let changes = try await fake.connection.signals(
+                matching:
+                    DBusMatchRule(
+                        sender: first.owner, path: first.path, interface: "org.freedesktop.DBus.Properties",
+                        member: "PropertiesChanged"))
+            try await set.update(Advertisement(manufacturerData: [0xFFFF: [2]]))
+            var iterator = changes.makeAsyncIterator()
+            let signal = try #require(await iterator.next())
+            let changed = try signal.arguments[1].decode([String: DBusVariant].self)
+            #expect(Array(changed.keys) == ["ManufacturerData"])
+            let reply = try await fake.connection.call(
+                destination: first.owner, path: first.path, interface: "org.freedesktop.DBus.Properties",
+                method: "Get", arguments: [.string("org.bluez.LEAdvertisement1"), .string("ManufacturerData")])
+            let value = try reply[0].decode(DBusVariant.self).decode([UInt16: DBusVariant].self)
+            #expect(try value[0xFFFF]?.decode([UInt8].self) == [2])
+            #expect(fake.advertisement.value?.path == first.path)
+            try await set.update(Advertisement(manufacturerData: [0xFFFF: [3]], timeout: .seconds(9)))
+            let second = try #require(fake.advertisement.value)
+            #expect(second.path != first.path)
+            #expect(try second.properties.decode("Timeout", as: UInt16.self) == 9)
+            #expect(await set.isActive)
+            await set.stop()
+            #expect(fake.advertisement.value == nil)
+        }
+    }
+
+    @Test func capabilitiesComeFromTheAdvertisingManagersProperties() async throws {
+        try await withAdapter { _, adapter in
+            let capabilities = try await adapter.advertisingCapabilities()
+            #expect(capabilities.availableInstances == 5)
+            #expect(capabilities.maximumAdvertisingDataLength == 31)
+            #expect(capabilities.includes == [.txPower, .appearance, .localName])
+            #expect(capabilities.secondaryChannels.isEmpty)
+            #expect(!capabilities.supportsParameters)
+            #expect(!capabilities.supportsScanResponseData)
+        }
+        // BlueZ 5.82 with -E on an extended-advertising controller.
+        let capabilities = BlueZAdapterBackend.capabilities(
+            manager: [
+                "SupportedInstances": DBusVariant(UInt8(3)), "ActiveInstances": DBusVariant(UInt8(1)),
+                "SupportedSecondaryChannels": DBusVariant(["1M", "2M"]),
+                "SupportedFeatures": DBusVariant(["CanSetTxPower"]),
+                "SupportedCapabilities": DBusVariant([
+                    "MaxAdvLen": DBusVariant(UInt8(251)), "MaxScnRspLen": DBusVariant(UInt8(251)),
+                    "MinTxPower": DBusVariant(Int16(-34)), "MaxTxPower": DBusVariant(Int16(10)),
+                ]),
+            ],
+            monitorManager: ["SupportedMonitorTypes": DBusVariant(["or_patterns"])],
+            adapter: ["Manufacturer": DBusVariant(UInt16(2))])
+        #expect(
+            capabilities
+                == AdvertisingCapabilities(
+                    availableInstances: 3, activeInstances: 1, maximumAdvertisingDataLength: 251,
+                    maximumScanResponseLength: 251, txPowerRange: -34...10, includes: [],
+                    secondaryChannels: [.le1M, .le2M], canSetTxPower: true, supportsParameters: true,
+                    supportsScanResponseData: true, extendsAutomatically: true))
+    }
+
     @Test func dataTooLongForLegacyAdvertisingIsRefusedBeforeBlueZSeesIt() async throws {
         try await withAdapter { fake, adapter in
             let advertisement = Advertisement(
-                localName: "a rather long local name", serviceUUIDs: ["12E61727-B41A-436F-B64D-4777B35F2294"])
-            #expect(advertisement.legacyLength > 31)
+                serviceUUIDs: ["12E61727-B41A-436F-B64D-4777B35F2294"],
+                manufacturerData: [0xFFFF: [1, 2, 3, 4, 5, 6, 7]])
+            #expect(advertisement.layout.advertisingDataLength == 3 + 18 + 11)
             let error = await #expect(throws: BluetoothError.self) { try await adapter.startAdvertising(advertisement) }
             #expect(error?.code == .valueTooLong)
-            #expect(error?.message.contains("legacy advertising carries 31") == true)
+            #expect(error?.message.contains("needs 32 bytes; 31 are available") == true)
             #expect(fake.advertisement.value == nil)
         }
     }

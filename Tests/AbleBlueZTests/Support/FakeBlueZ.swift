@@ -136,6 +136,12 @@ final class FakeBlueZ: Sendable {
                         advertisement.value = nil
                         return []
                     },
+                ],
+                properties: [
+                    // As BlueZ 5.66 reports them for an emulated legacy controller.
+                    .constant("SupportedInstances", UInt8(5)), .constant("ActiveInstances", UInt8(0)),
+                    .constant("SupportedIncludes", ["tx-power", "appearance", "local-name"]),
+                    .constant("SupportedSecondaryChannels", [String]()),
                 ])
             try await connection.export(
                 [
