@@ -27,7 +27,7 @@ extension BlueZAdapterBackend {
         let monitor = root.appending("monitor0")!
         let authorize: @Sendable (String) -> Bool = { $0 == bluez }
         let system = self.system
-        let found = LockedValue(Set<BluetoothAddress>())
+        let found = Lock(Set<BluetoothAddress>())
         var properties: [DBusProperty] = [
             .constant("Type", "or_patterns"),
             DBusProperty(

@@ -1,5 +1,6 @@
 import Able
 import AbleDBus
+import AbleStreams
 
 extension BlueZAdapterBackend {
     static let advertisingManager = "org.bluez.LEAdvertisingManager1"
@@ -167,7 +168,7 @@ final class BlueZAdvertisement: Sendable {
     let scanResponseFields: Bool
     /// Set when BlueZ releases the current registration (not one this object replaced).
     let released = ReleaseFlag()
-    private let state = LockedValue(State())
+    private let state = Lock(State())
     /// Runs updates and the stop one after another.
     private let queue = FIFOLock()
 

@@ -14,10 +14,10 @@ import AbleStreams
 /// between the two ends runs on dispatch sources and tasks the simulated clock does not see, so
 /// a quiet spell waits while one is in flight.
 final class SocketTraffic: Sendable {
-    private let checks = LockedValue<[UInt64: @Sendable () -> Bool]>([:])
-    private let nextID = LockedValue<UInt64>(0)
+    private let checks = Lock<[UInt64: @Sendable () -> Bool]>([:])
+    private let nextID = Lock<UInt64>(0)
 
-    var isBusy: Bool { checks.value.values.contains { $0() } }
+    var isBusy: Bool { checks.withLock { $0.values }.contains { $0() } }
 
     /// Adds a check; returns what removes it.
     func watch(_ check: @escaping @Sendable () -> Bool) -> @Sendable () -> Void {
@@ -67,23 +67,23 @@ extension SimulatedPeripheralBackend {
             // The peripheral's side: each message is one Write Command, applied in order; like
             // BlueZ, it reports nothing back, and applies nothing once the link is gone.
             let socket = try AcquiredSocket(socket: mine, attMTU: mtu)
-            let applying = LockedValue(false)
+            let applying = Lock(false)
             let unwatch = radio.socketTraffic.watch { [weak socket] in
-                applying.value || peripheralEnd.bufferedPacketCount > 0 || (socket?.unreadByteCount ?? 0) > 0
+                applying.withLock { $0 } || peripheralEnd.bufferedPacketCount > 0 || (socket?.unreadByteCount ?? 0) > 0
             }
             Task { [central, clock = radio.clock] in
                 do {
                     for try await value in peripheralEnd.packets {
                         guard isConnected() else { break }
-                        applying.value = true
+                        applying.withLock { $0 = true }
                         clock.noteActivity()
                         try? await core.write(
                             key.attribute, value: value, offset: 0, kind: .command,
                             central: Central(address: central), mtu: mtu)
-                        applying.value = false
+                        applying.withLock { $0 = false }
                     }
                 } catch {}
-                applying.value = false
+                applying.withLock { $0 = false }
                 unwatch()
                 await peripheralEnd.close()
             }

@@ -1,4 +1,5 @@
 public import Able
+import AbleStreams
 import Synchronization
 
 extension SimulatedRadio {

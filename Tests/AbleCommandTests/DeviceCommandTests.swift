@@ -1,6 +1,6 @@
 import Able
 import AbleSimulator
-import Synchronization
+import AbleStreams
 import Testing
 
 @testable import AbleCommand
@@ -94,7 +94,7 @@ struct NotifyReconnectCommandTests {
 
 /// A counter shared with a server's handlers.
 final class LockedCounter: Sendable {
-    private let count = Mutex(0)
+    private let count = Lock(0)
     func increment() -> Int {
         count.withLock {
             $0 += 1

@@ -1,3 +1,5 @@
+import AbleStreams
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -19,13 +21,13 @@ package final class AcquiredSocket: Sendable {
     package let channel: L2CAPChannel
     /// The link's ATT MTU as the backend reported it when the socket was acquired.
     package let attMTU: Int
-    private let ended = LockedValue(false)
+    private let ended = Lock(false)
 
     /// The longest value one message may carry: the ATT MTU less the 3-byte ATT header.
     package var maximumValueLength: Int { max(attMTU - 3, 1) }
 
     /// Whether neither side has closed the socket yet.
-    package var isOpen: Bool { !ended.value }
+    package var isOpen: Bool { !ended.withLock { $0 } }
 
     /// Takes over a connected `SOCK_SEQPACKET` socket.
     ///
@@ -56,7 +58,7 @@ package final class AcquiredSocket: Sendable {
             do {
                 for try await value in packets { onValue?(value) }
             } catch {}
-            ended.value = true
+            ended.withLock { $0 = true }
             onEnd()
         }
     }
@@ -79,7 +81,7 @@ package final class AcquiredSocket: Sendable {
             try? await Task.sleep(for: .milliseconds(1))
         }
         await channel.close()
-        ended.value = true
+        ended.withLock { $0 = true }
     }
 }
 

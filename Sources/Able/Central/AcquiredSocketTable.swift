@@ -1,3 +1,5 @@
+import AbleStreams
+
 /// The write sockets a backend has acquired, one per characteristic, shared by every
 /// ``Peripheral`` of the backend: a write finds its socket without a bus call, a socket that
 /// ended is acquired again on the next write, and a characteristic whose backend refused for
@@ -15,7 +17,7 @@ package final class AcquiredSocketTable<Key: Hashable & Sendable>: Sendable {
         case refused
     }
 
-    private let entries = LockedValue<[Key: Entry]>([:])
+    private let entries = Lock<[Key: Entry]>([:])
     /// Puts acquisitions (bus calls) in line, so one characteristic never has two sockets.
     private let acquiring = FIFOLock()
 

@@ -1,3 +1,5 @@
+import AbleStreams
+
 /// A connection Able keeps up: it connects, reconnects after each link loss as a
 /// ``ReconnectPolicy`` says, and re-enables the notification subscriptions made through it.
 ///
@@ -110,7 +112,7 @@ public final class MaintainedConnection: Sendable {
     /// The policy it follows.
     public let policy: ReconnectPolicy
     private let sleep: @Sendable (Duration) async throws -> Void
-    private let storage = LockedValue(Storage())
+    private let storage = Lock(Storage())
 
     init(peripheral: Peripheral, policy: ReconnectPolicy, sleep: @escaping @Sendable (Duration) async throws -> Void) {
         self.peripheral = peripheral
