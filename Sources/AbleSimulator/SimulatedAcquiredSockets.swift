@@ -68,8 +68,13 @@ extension SimulatedPeripheralBackend {
             // BlueZ, it reports nothing back, and applies nothing once the link is gone.
             let socket = try AcquiredSocket(socket: mine, attMTU: mtu)
             let applying = Lock(false)
+            // Also between taking a value out of the stream and marking it applying: the values
+            // the central sent and the peripheral has not applied yet.
+            let applied = Lock(0)
             let unwatch = radio.socketTraffic.watch { [weak socket] in
-                applying.withLock { $0 } || peripheralEnd.bufferedPacketCount > 0 || (socket?.unreadByteCount ?? 0) > 0
+                applying.withLock { $0 } || applied.withLock { $0 } < (socket?.sentCount ?? 0)
+                    || peripheralEnd.unreadByteCount > 0 || peripheralEnd.bufferedPacketCount > 0
+                    || (socket?.unreadByteCount ?? 0) > 0
             }
             Task { [central, clock = radio.clock] in
                 do {
@@ -80,6 +85,7 @@ extension SimulatedPeripheralBackend {
                         try? await core.write(
                             key.attribute, value: value, offset: 0, kind: .command,
                             central: Central(address: central), mtu: mtu)
+                        applied.withLock { $0 += 1 }
                         applying.withLock { $0 = false }
                     }
                 } catch {}

@@ -90,6 +90,10 @@ public final class SimulatedClock: Clock, Sendable {
         /// Say whether a value was handed to a consumer that has not taken it yet (such as a
         /// discovery a scan stream woke its consumer for): time waits while one says so.
         var handOffChecks: [@Sendable () -> Bool] = []
+        /// Say whether work moves where neither the executor nor a hand-off reports its end (values
+        /// in flight through the simulated sockets): time waits while one says so, looking again
+        /// every millisecond.
+        var unseenWorkChecks: [@Sendable () -> Bool] = []
         /// Calls of ``advance(to:)`` waiting for what a deadline woke to be done.
         var settling: [UnsafeContinuation<Void, Never>] = []
         /// How many ``run(_:)`` bodies are under way: while there is one, time is exact.
@@ -290,6 +294,13 @@ public final class SimulatedClock: Clock, Sendable {
         state.withLock { $0.handOffChecks.append(check) }
     }
 
+    /// Adds a check of work in flight whose end nothing reports to the clock, such as values
+    /// moving through a simulated socket on dispatch sources: time waits while it says so, and
+    /// looks again every millisecond of real time until it stops saying so.
+    func addUnseenWorkCheck(_ check: @escaping @Sendable () -> Bool) {
+        state.withLock { $0.unseenWorkChecks.append(check) }
+    }
+
     /// A value handed to a consumer was taken: time may move again.
     func handOffEnded() {
         state.withLock { $0.generation &+= 1 }
@@ -376,7 +387,7 @@ public final class SimulatedClock: Clock, Sendable {
                     continue
                 }
             }
-            let (checks, waking) = state.withLock { ($0.handOffChecks, $0.waking) }
+            let (checks, waking) = state.withLock { ($0.handOffChecks + $0.unseenWorkChecks, $0.waking) }
             guard busySpells < Self.busySpells, !waking.isEmpty || checks.contains(where: { $0() }) else { return }
             busySpells += 1
             quiet = 0
@@ -422,10 +433,15 @@ public final class SimulatedClock: Clock, Sendable {
     /// look): if nothing is on its way either, ``advance(to:)`` calls waiting for that go on, or
     /// else an automatic clock fires the earliest deadline.
     private func simulationIdle() {
-        let (waking, checks) = state.withLock { ($0.waking, $0.handOffChecks) }
+        let (waking, checks, unseen) = state.withLock { ($0.waking, $0.handOffChecks, $0.unseenWorkChecks) }
         // Work on its way that the executor does not run: its end asks for another look (a
         // woken sleeper as it returns, a consumer as it takes its value).
         guard waking.isEmpty, !checks.contains(where: { $0() }) else { return }
+        // Work whose end nothing reports: look again shortly rather than wait for a report.
+        guard !unseen.contains(where: { $0() }) else {
+            simulation.look(after: .milliseconds(1))
+            return
+        }
         let settled = state.withLock { state in
             defer { state.settling = [] }
             return state.settling

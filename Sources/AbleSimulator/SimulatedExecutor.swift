@@ -43,6 +43,14 @@ final class SimulatedExecutor: TaskExecutor, @unchecked Sendable {
     ///
     /// For changes the executor cannot see, such as a sleeper added from a task that runs
     /// elsewhere. Looks asked for while one is queued are one look.
+    /// Looks again after `delay` of real time: for work the executor cannot see and whose end
+    /// nothing reports.
+    func look(after delay: Duration) {
+        let (seconds, attoseconds) = delay.components
+        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+        queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in self?.look() }
+    }
+
     func look() {
         let queueLook = state.withLock { state -> Bool in
             guard !state.isLookQueued else { return false }

@@ -43,7 +43,7 @@ public final class SimulatedRadio: Sendable {
     public init(clock: SimulatedClock = SimulatedClock()) {
         self.clock = clock
         clock.addHandOffCheck { [weak self] in self?.hasPendingHandOffs ?? false }
-        clock.addHandOffCheck { [socketTraffic] in socketTraffic.isBusy }
+        clock.addUnseenWorkCheck { [socketTraffic] in socketTraffic.isBusy }
     }
 
     /// Whether a scan or notification stream of this radio woke its consumer for a value that the

@@ -170,7 +170,7 @@ struct HostileBlueZTests {
             let scan = try await setup.adapter.scan()
             await setup.fake.connection.unexport("/org/bluez/hci0")
             let error = await #expect(throws: BluetoothError.self) { for try await _ in scan {} }
-            #expect(error?.code == .notAvailable, "\(String(describing: error))")
+            #expect(error?.code == .adapterRemoved, "\(String(describing: error))")
             try await setup.expectBack(to: baseline)
         }
     }

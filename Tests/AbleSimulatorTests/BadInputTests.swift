@@ -47,8 +47,8 @@ struct BadInputTests {
         Refusal("a negative advertisement duration", .invalidArguments) { adapter, _ in
             _ = try await adapter.startAdvertising(Advertisement(duration: .seconds(-1)))
         },
-        Refusal("an advertisement over 31 bytes", .valueTooLong) { adapter, _ in
-            _ = try await adapter.startAdvertising(Advertisement(localName: String(repeating: "n", count: 40)))
+        Refusal("advertising data over 31 bytes", .valueTooLong) { adapter, _ in
+            _ = try await adapter.startAdvertising(Advertisement(manufacturerData: [0xFFFF: [UInt8](repeating: 0, count: 40)]))
         },
         Refusal("an adapter name over 248 bytes", .valueTooLong) { adapter, _ in
             try await adapter.setAlias(String(repeating: "é", count: 125))

@@ -26,8 +26,8 @@ extension Scenario {
         await expectRefusal(.invalidArguments, "an empty advertised name") {
             _ = try await server.startAdvertising(Advertisement(localName: ""))
         }
-        await expectRefusal(.valueTooLong, "an advertisement over 31 bytes") {
-            _ = try await server.startAdvertising(Advertisement(localName: String(repeating: "n", count: 40)))
+        await expectRefusal(.valueTooLong, "advertising data over 31 bytes") {
+            _ = try await server.startAdvertising(Advertisement(manufacturerData: [0xFFFF: [UInt8](repeating: 0, count: 40)]))
         }
         await expectRefusal(.valueTooLong, "an adapter name over 248 bytes") {
             try await server.setAlias(String(repeating: "a", count: 249))

@@ -22,6 +22,7 @@ package final class AcquiredSocket: Sendable {
     /// The link's ATT MTU as the backend reported it when the socket was acquired.
     package let attMTU: Int
     private let ended = Lock(false)
+    private let sent = Lock(0)
 
     /// The longest value one message may carry: the ATT MTU less the 3-byte ATT header.
     package var maximumValueLength: Int { max(attMTU - 3, 1) }
@@ -66,7 +67,12 @@ package final class AcquiredSocket: Sendable {
     /// Sends one value as one message, waiting while the socket is full; see ``L2CAPChannel/send(_:)``.
     package func send(_ value: [UInt8], isolation actor: isolated (any Actor)? = #isolation) async throws {
         try await channel.core.send(value)
+        sent.withLock { $0 += 1 }
     }
+
+    /// How many values ``send(_:isolation:)`` has put into the socket: for a simulated peer that
+    /// counts what it has taken out.
+    package var sentCount: Int { sent.withLock { $0 } }
 
     /// How many bytes sent into the socket its peer has not read yet (`ioctl(SIOCOUTQ)`).
     package var unreadByteCount: Int { channel.unreadByteCount }
