@@ -44,7 +44,8 @@ let package = Package(
                 "Able", "AbleBlueZ", "AbleDBus", "AbleStreams", "CBluetooth", "AbleScenarios", "AbleTestSupport",
             ]),
         .testTarget(
-            name: "AbleCommandTests", dependencies: ["AbleCommand", "Able", "AbleSimulator", "AbleStreams", "AbleTestSupport"]),
+            name: "AbleCommandTests",
+            dependencies: ["AbleCommand", "Able", "AbleSimulator", "AbleStreams", "AbleTestSupport"]),
         .testTarget(
             name: "AbleSimulatorTests", dependencies: ["Able", "AbleSimulator", "AbleScenarios", "AbleTestSupport"]),
         .testTarget(

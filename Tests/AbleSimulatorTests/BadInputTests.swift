@@ -48,7 +48,8 @@ struct BadInputTests {
             _ = try await adapter.startAdvertising(Advertisement(duration: .seconds(-1)))
         },
         Refusal("advertising data over 31 bytes", .valueTooLong) { adapter, _ in
-            _ = try await adapter.startAdvertising(Advertisement(manufacturerData: [0xFFFF: [UInt8](repeating: 0, count: 40)]))
+            _ = try await adapter.startAdvertising(
+                Advertisement(manufacturerData: [0xFFFF: [UInt8](repeating: 0, count: 40)]))
         },
         Refusal("an adapter name over 248 bytes", .valueTooLong) { adapter, _ in
             try await adapter.setAlias(String(repeating: "é", count: 125))

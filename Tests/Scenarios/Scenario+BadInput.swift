@@ -27,7 +27,8 @@ extension Scenario {
             _ = try await server.startAdvertising(Advertisement(localName: ""))
         }
         await expectRefusal(.valueTooLong, "advertising data over 31 bytes") {
-            _ = try await server.startAdvertising(Advertisement(manufacturerData: [0xFFFF: [UInt8](repeating: 0, count: 40)]))
+            _ = try await server.startAdvertising(
+                Advertisement(manufacturerData: [0xFFFF: [UInt8](repeating: 0, count: 40)]))
         }
         await expectRefusal(.valueTooLong, "an adapter name over 248 bytes") {
             try await server.setAlias(String(repeating: "a", count: 249))
