@@ -48,7 +48,7 @@ public enum AbleCommand {
         return await run(arguments, context: .system(console: .standard(json: json)))
     }
 
-    /// Runs the command line `arguments` like ``run(_:)``, with Ctrl-C (`SIGINT`) and `SIGTERM`
+    /// Runs the command line `arguments` like ``run(isolation:_:)``, with Ctrl-C (`SIGINT`) and `SIGTERM`
     /// cancelling the command: its scan stops, its subscriptions end and its connections close,
     /// then the status is 130. A second signal exits at once.
     public static func runInterruptibly(_ arguments: [String]) async -> Int32 {

@@ -37,7 +37,7 @@ struct SimulatedPair: Sendable {
     var central: Adapter
     /// What is still open on the radio (``SimulatedRadio/openResources``).
     var openResources: @Sendable () -> [String]
-    /// The radio's clock, whose ``SimulatedClock/run(_:)`` runs the work on the radio.
+    /// The radio's clock, whose ``SimulatedClock/run(isolation:_:)`` runs the work on the radio.
     var clock: SimulatedClock
 
     static func make() -> SimulatedPair {

@@ -12,7 +12,7 @@ import AbleStreams
 /// **Automatic mode** (the default): time jumps to the next deadline as soon as everything is
 /// waiting. How the clock knows that depends on where the code under test runs.
 ///
-/// - **Inside ``run(_:)``** (or ``SimulatedRadio/run(_:)``), time is exact. The body runs on the
+/// - **Inside ``run(isolation:_:)``** (or ``SimulatedRadio/run(isolation:_:)``), time is exact. The body runs on the
 ///   clock's ``executor``, which runs the simulation one job at a time; its child tasks, the
 ///   actors it calls and the tasks Able starts for it run there too. When the executor has
 ///   nothing left to run, no sleeper woken off the executor is still on its way, and no scan or
@@ -21,20 +21,20 @@ import AbleStreams
 ///   sleep. This never depends on real time or on how threads are scheduled: a loaded machine or
 ///   a sanitizer runs the same simulation, only slower, and a body may compute for as long as it
 ///   likes between two steps without a timeout overtaking it.
-/// - **Outside ``run(_:)``** (while no ``run(_:)`` of this clock is under way), the clock cannot
+/// - **Outside ``run(isolation:_:)``** (while no ``run(isolation:_:)`` of this clock is under way), the clock cannot
 ///   see the code under test, so it guesses: it fires the earliest deadline after a quiet
 ///   spell, a number of yields of the cooperative thread pool in a row in which the radio saw
 ///   no activity (no GATT operation, connection, new sleeper or deadline) and, after a GATT
 ///   operation, a connection or a task going to sleep on the clock, at least 100 ms of real
 ///   time; the spell is extended a bounded number of times while a woken sleeper has not run
 ///   yet or a stream holds a value for its consumer. Code that goes from one radio call to the
-///   next without computing for long works as it did before ``run(_:)`` existed, and better on a
+///   next without computing for long works as it did before ``run(isolation:_:)`` existed, and better on a
 ///   loaded machine; code that computes (or is held up) between two steps for longer than the
 ///   spell may see a timeout fire early, and each such deadline costs up to 100 ms of real
-///   time. Wrap tests in ``run(_:)`` for exact time at full speed.
+///   time. Wrap tests in ``run(isolation:_:)`` for exact time at full speed.
 ///
 /// In both, work the clock does not see is not waited for: tasks started with `Task {}` inside
-/// ``run(_:)`` (start them with `Task(executorPreference: radio.clock.executor)`), and anything
+/// ``run(isolation:_:)`` (start them with `Task(executorPreference: radio.clock.executor)`), and anything
 /// waiting outside the clock and the radio (a file, a real socket, a `DispatchQueue`; data on a
 /// simulated L2CAP channel moves through a real socket pair). Tests of such code use
 /// **manual mode**, in which time moves only when the test calls ``advance(by:)`` or
@@ -96,24 +96,24 @@ public final class SimulatedClock: Clock, Sendable {
         var unseenWorkChecks: [@Sendable () -> Bool] = []
         /// Calls of ``advance(to:)`` waiting for what a deadline woke to be done.
         var settling: [UnsafeContinuation<Void, Never>] = []
-        /// How many ``run(_:)`` bodies are under way: while there is one, time is exact.
+        /// How many ``run(isolation:_:)`` bodies are under way: while there is one, time is exact.
         var runScopes = 0
-        /// Outside ``run(_:)``: changes whenever the radio does something, which starts a new
+        /// Outside ``run(isolation:_:)``: changes whenever the radio does something, which starts a new
         /// quiet spell.
         var generation: UInt64 = 0
-        /// Outside ``run(_:)``: whether the task that waits for quiet spells runs.
+        /// Outside ``run(isolation:_:)``: whether the task that waits for quiet spells runs.
         var isDriving = false
-        /// Outside ``run(_:)``: when the code under test last asked the radio for something (a
+        /// Outside ``run(isolation:_:)``: when the code under test last asked the radio for something (a
         /// GATT operation, a connection) or went to sleep on the clock, in real time.
         var lastRequest: ContinuousClock.Instant?
     }
 
-    /// Outside ``run(_:)``: how many yields in a row without activity make a quiet spell.
+    /// Outside ``run(isolation:_:)``: how many yields in a row without activity make a quiet spell.
     static let quietYields = 48
-    /// Outside ``run(_:)``: how many more spells a quiet spell waits for while a sleeper it woke
+    /// Outside ``run(isolation:_:)``: how many more spells a quiet spell waits for while a sleeper it woke
     /// has not run yet or a stream holds a value for its consumer.
     static let busySpells = 64
-    /// Outside ``run(_:)``: how long in real time a quiet spell lasts at least after the code under
+    /// Outside ``run(isolation:_:)``: how long in real time a quiet spell lasts at least after the code under
     /// test last asked the radio for something or went to sleep. Code that goes from one step to
     /// the next is invisible between them; on a loaded machine a thread can wait for a CPU for
     /// tens of milliseconds (20 ms was too little for 50 reads under ThreadSanitizer with both
@@ -279,7 +279,7 @@ public final class SimulatedClock: Clock, Sendable {
     }
 
     /// Tells the clock that the radio did something (a GATT operation, a connection): outside
-    /// ``run(_:)``, an automatic clock waits for a new quiet spell.
+    /// ``run(isolation:_:)``, an automatic clock waits for a new quiet spell.
     func noteActivity() {
         let now = ContinuousClock.now
         state.withLock { state in
@@ -337,7 +337,7 @@ public final class SimulatedClock: Clock, Sendable {
         }
     }
 
-    /// Waits until what the last deadline woke is done: inside ``run(_:)``, the executor idle and
+    /// Waits until what the last deadline woke is done: inside ``run(isolation:_:)``, the executor idle and
     /// nothing on its way; outside, a quiet spell.
     private func settle() async {
         guard state.withLock({ $0.runScopes > 0 }) else { return await quietSpell() }
@@ -394,7 +394,7 @@ public final class SimulatedClock: Clock, Sendable {
         }
     }
 
-    /// Starts the task that fires deadlines after quiet spells, unless it runs or a ``run(_:)``
+    /// Starts the task that fires deadlines after quiet spells, unless it runs or a ``run(isolation:_:)``
     /// body is under way. One task per busy period, not one per sleeper.
     private func startDriving() {
         let start = state.withLock { state -> Bool in
@@ -414,8 +414,8 @@ public final class SimulatedClock: Clock, Sendable {
         }
     }
 
-    /// Fires the earliest deadline if the clock is in the given state (exact: a ``run(_:)`` body
-    /// under way); else, outside ``run(_:)``, stops the driver. Returns whether it fired.
+    /// Fires the earliest deadline if the clock is in the given state (exact: a ``run(isolation:_:)`` body
+    /// under way); else, outside ``run(isolation:_:)``, stops the driver. Returns whether it fired.
     private func fireEarliest(exact: Bool) -> Bool {
         let next = state.withLock { state -> Instant? in
             guard (state.runScopes > 0) == exact, let earliest = state.sleepers.values.map(\.deadline).min() else {

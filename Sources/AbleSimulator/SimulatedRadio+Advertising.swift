@@ -15,9 +15,9 @@ extension SimulatedRadio {
     /// BlueZ version or controller.
     ///
     /// - Parameters:
-    ///   - capabilities: What the adapter offers; ``AdvertisingCapabilities/availableInstances``
+    ///   - capabilities: What the adapter offers; ``/Able/AdvertisingCapabilities/availableInstances``
     ///     counts every instance of the adapter (those its running sets use are subtracted), and
-    ///     ``AdvertisingCapabilities/activeInstances`` is ignored.
+    ///     ``/Able/AdvertisingCapabilities/activeInstances`` is ignored.
     ///   - adapter: The simulated adapter, from ``makeAdapter(name:address:)``.
     public func setAdvertisingCapabilities(_ capabilities: AdvertisingCapabilities, of adapter: Adapter) {
         state.withLock { state in

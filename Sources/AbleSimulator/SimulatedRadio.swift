@@ -56,7 +56,7 @@ public final class SimulatedRadio: Sendable {
     }
 
     /// Runs `body` on the radio's simulation, where the automatic clock sees all of its work:
-    /// ``SimulatedClock/run(_:)`` of ``clock``.
+    /// ``SimulatedClock/run(isolation:_:)`` of ``clock``.
     ///
     /// ```swift
     /// @Test func findsTheSensor() async throws {

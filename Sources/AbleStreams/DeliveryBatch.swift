@@ -10,7 +10,7 @@
 ///
 /// A batch belongs to the thread that runs it, found through a thread-specific key rather than a
 /// task-local value: the producers that run batches are plain threads (dispatch queues), and a
-/// key costs a load per yield. Batches do not nest: an inner ``run(_:)`` joins the outer one.
+/// key costs a load per yield. Batches do not nest: an inner ``run(isolation:_:)`` joins the outer one.
 package final class DeliveryBatch {
     private var deferred: [any DeferredWake] = []
 
