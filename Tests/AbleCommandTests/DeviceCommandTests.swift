@@ -1,6 +1,7 @@
 import Able
 import AbleSimulator
 import AbleStreams
+import AbleTestSupport
 import Testing
 
 @testable import AbleCommand
@@ -51,7 +52,16 @@ struct NotifyReconnectCommandTests {
     static let service: BluetoothUUID = "A5A50001-0000-1000-8000-00805F9B34FB"
     static let counter: BluetoothUUID = "A5A50003-0000-1000-8000-00805F9B34FB"
 
-    @Test("notify --reconnect subscribes again after a link loss, prints the gap and counts on")
+    @Test(
+        "notify --reconnect subscribes again after a link loss, prints the gap and counts on",
+        .disabled(
+            if: Sanitizers.isThreadSanitizerActive,
+            """
+            A maintained connection's supervisor is a task the simulated clock does not see outside \
+            SimulatedRadio.run, and ThreadSanitizer slows it past the clock's quiet spell, so the \
+            clock fires the connect timeout; inside run the supervisor must prefer the simulation's \
+            executor first (follow-up of issues #16 and #20).
+            """))
     func notifyReconnect() async throws {
         let commands = SimulatedCommandTests()
         let radio = commands.radio
