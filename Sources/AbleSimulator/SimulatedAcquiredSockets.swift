@@ -5,28 +5,28 @@ import AbleStreams
     import Glibc
 #endif
 
-/// The simulated radio's model of BlueZ's `AcquireWrite` and `AcquireNotify`: a
-/// `socketpair(AF_UNIX, SOCK_SEQPACKET)` per acquired characteristic, the central holding one
-/// end and the simulated peripheral serving the other, with BlueZ's rules: a write socket only
-/// for a characteristic that allows write without response, values up to the link's MTU less
-/// 3 bytes, the socket closed when the link ends.
+// The simulated radio's model of BlueZ's `AcquireWrite` and `AcquireNotify`: a
+// `socketpair(AF_UNIX, SOCK_SEQPACKET)` per acquired characteristic, the central holding one
+// end and the simulated peripheral serving the other, with BlueZ's rules: a write socket only
+// for a characteristic that allows write without response, values up to the link's MTU less
+// 3 bytes, the socket closed when the link ends.
+
 /// The checks of the values in flight through the simulated sockets, one per socket: a value
 /// between the two ends runs on dispatch sources and tasks the simulated clock does not see, so
-/// a quiet spell waits while one is in flight.
+/// the clock waits while one is in flight.
 final class SocketTraffic: Sendable {
-    private let checks = Lock<[UInt64: @Sendable () -> Bool]>([:])
-    private let nextID = Lock<UInt64>(0)
+    private let checks = Lock<(nextID: UInt64, byID: [UInt64: @Sendable () -> Bool])>((0, [:]))
 
-    var isBusy: Bool { checks.withLock { $0.values }.contains { $0() } }
+    var isBusy: Bool { checks.withLock { $0.byID.values }.contains { $0() } }
 
     /// Adds a check; returns what removes it.
     func watch(_ check: @escaping @Sendable () -> Bool) -> @Sendable () -> Void {
-        let id = nextID.withLock { id in
-            id += 1
-            return id
+        let id = checks.withLock { checks in
+            checks.nextID += 1
+            checks.byID[checks.nextID] = check
+            return checks.nextID
         }
-        checks.withLock { $0[id] = check }
-        return { [checks] in _ = checks.withLock { $0.removeValue(forKey: id) } }
+        return { [checks] in _ = checks.withLock { $0.byID.removeValue(forKey: id) } }
     }
 }
 
@@ -48,6 +48,19 @@ extension SimulatedPeripheralBackend {
         return RadioState.SubscriptionKey(central: central, peripheral: address, attribute: id)
     }
 
+    /// The socketpair of one acquired characteristic: the central's end as a descriptor (for an
+    /// `AcquiredSocket`, which owns it) and the simulated peripheral's end as a channel.
+    private static func makeAcquiredPair() throws -> (central: CInt, peripheral: L2CAPChannel) {
+        let (central, peripheral) = try L2CAPChannel.makeSocketPair(mtu: 2048)
+        do {
+            return (central, try L2CAPChannel.wrapping(socket: peripheral, sendMTU: 2048, receiveMTU: 2048))
+        } catch {
+            _ = close(central)
+            _ = close(peripheral)
+            throw error
+        }
+    }
+
     func writeSocket(for characteristic: GATTCharacteristic) async throws -> AcquiredSocket? {
         let core = try core()
         guard characteristic.properties.contains(.writeWithoutResponse) else { return nil }
@@ -55,15 +68,7 @@ extension SimulatedPeripheralBackend {
         let mtu = self.mtu
         let isConnected: @Sendable () -> Bool = { [self] in self.isConnected }
         return try await radio.writeSockets.socket(for: key) { () async throws -> AcquiredSocketTable.Acquisition in
-            let (mine, theirs) = try L2CAPChannel.makeSocketPair(mtu: 2048)
-            let peripheralEnd: L2CAPChannel
-            do {
-                peripheralEnd = try L2CAPChannel.wrapping(socket: theirs, sendMTU: 2048, receiveMTU: 2048)
-            } catch {
-                _ = close(mine)
-                _ = close(theirs)
-                throw error
-            }
+            let (mine, peripheralEnd) = try Self.makeAcquiredPair()
             // The peripheral's side: each message is one Write Command, applied in order; like
             // BlueZ, it reports nothing back, and applies nothing once the link is gone.
             let socket = try AcquiredSocket(socket: mine, attMTU: mtu)
@@ -111,15 +116,7 @@ extension SimulatedPeripheralBackend {
         register: (NotificationStream.Continuation) throws -> Void
     ) throws {
         let relay = NotificationStream.Continuation(limit: 16_384, policy: .dropNewest)
-        let (mine, theirs) = try L2CAPChannel.makeSocketPair(mtu: 2048)
-        let peripheralEnd: L2CAPChannel
-        do {
-            peripheralEnd = try L2CAPChannel.wrapping(socket: theirs, sendMTU: 2048, receiveMTU: 2048)
-        } catch {
-            _ = close(mine)
-            _ = close(theirs)
-            throw error
-        }
+        let (mine, peripheralEnd) = try Self.makeAcquiredPair()
         let uuid = characteristic.uuid
         let socket = try AcquiredSocket(
             socket: mine, attMTU: mtu, onValue: { continuation.yieldBytes($0) },
