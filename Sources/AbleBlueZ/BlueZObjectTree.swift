@@ -35,25 +35,53 @@ final class BlueZObjectTree: Sendable {
         var owner: String?
         var listeners: [UInt64: AsyncStream<ObjectTreeChange>.Continuation] = [:]
         var nextListener: UInt64 = 0
+        /// Counts the changes applied. With ``lastSet`` it keeps a ``BlueZObjectTree/refresh(_:at:)``
+        /// reply, which the caller's task applies after the event loop may have applied later
+        /// signals, from overwriting what those signals set.
+        var sequence: UInt64 = 0
+        /// For each object, the ``sequence`` of the change that last set each of its properties
+        /// (keyed `interface.name`).
+        var lastSet: [DBusObjectPath: [String: UInt64]] = [:]
 
         /// Applies a change; returns whether it changed anything.
         mutating func apply(_ change: ObjectTreeChange) -> Bool {
+            sequence &+= 1
             switch change {
             case .interfacesAdded(let path, let interfaces):
                 objects[path, default: [:]].merge(interfaces) { $1 }
+                for (interface, properties) in interfaces { noteSet(properties.keys, of: interface, at: path) }
             case .interfacesRemoved(let path, let names):
                 guard var object = objects[path] else { return false }
                 for name in names { object[name] = nil }
                 objects[path] = object.isEmpty ? nil : object
+                if object.isEmpty { lastSet[path] = nil }
             case .propertiesChanged(let path, let interface, let changed, let invalidated):
                 guard objects[path]?[interface] != nil else { return false }
                 objects[path]![interface]!.merge(changed) { $1 }
                 for name in invalidated { objects[path]![interface]![name] = nil }
+                noteSet(changed.keys, of: interface, at: path)
+                noteSet(invalidated, of: interface, at: path)
             case .serviceLeft:
                 guard owner != nil else { return false }
                 owner = nil
             }
             return true
+        }
+
+        /// Applies the properties a `GetAll` read after change number `since` returned, except
+        /// those a later change set; returns the change as applied, if it changed anything.
+        mutating func applyRead(
+            _ properties: [String: DBusVariant], of interface: String, at path: DBusObjectPath, after since: UInt64
+        ) -> ObjectTreeChange? {
+            let setLater = lastSet[path] ?? [:]
+            let current = properties.filter { (setLater["\(interface).\($0.key)"] ?? 0) <= since }
+            let change = ObjectTreeChange.propertiesChanged(
+                path, interface: interface, changed: current, invalidated: [])
+            return apply(change) ? change : nil
+        }
+
+        private mutating func noteSet(_ names: some Sequence<String>, of interface: String, at path: DBusObjectPath) {
+            for name in names { lastSet[path, default: [:]]["\(interface).\(name)"] = sequence }
         }
     }
 
@@ -184,8 +212,13 @@ final class BlueZObjectTree: Sendable {
     }
 
     fileprivate func publish(_ changes: [ObjectTreeChange]) {
+        publish { state in changes.filter { state.apply($0) } }
+    }
+
+    /// Applies what `apply` returns as applied, and tells the listeners.
+    private func publish(_ apply: (inout State) -> [ObjectTreeChange]) {
         let (applied, listeners) = state.withLock { state in
-            let applied = changes.filter { state.apply($0) }
+            let applied = apply(&state)
             return (applied, applied.isEmpty ? [] : Array(state.listeners.values))
         }
         for listener in listeners {
@@ -198,11 +231,13 @@ final class BlueZObjectTree: Sendable {
     /// BlueZ does not announce every change (5.66 often omits `Connected = true` after
     /// `Device1.Connect`), so a caller that must know calls this after the operation.
     func refresh(_ interface: String, at path: DBusObjectPath) async throws {
+        let since = state.withLock { $0.sequence }
         let reply = try await connection.call(
             destination: service, path: path, interface: "org.freedesktop.DBus.Properties", method: "GetAll",
             arguments: [.string(interface)])
         let properties = try reply.first.unwrapped("GetAll").decode([String: DBusVariant].self)
-        publish([.propertiesChanged(path, interface: interface, changed: properties, invalidated: [])])
+        // The reply resumes this task after the loop may have applied later signals: keep theirs.
+        publish { state in state.applyRead(properties, of: interface, at: path, after: since).map { [$0] } ?? [] }
     }
 
     private func load(owner: String) async throws {

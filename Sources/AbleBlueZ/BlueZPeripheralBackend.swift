@@ -198,8 +198,8 @@ struct BlueZPeripheralBackend: PeripheralBackend {
     }
 
     /// How long a failed request waits for BlueZ to report the link down before the failure is
-    /// taken for what BlueZ said. A task-local so that tests on a loaded machine can allow more.
-    @TaskLocal package static var linkLossGrace = Duration.seconds(2)
+    /// taken for what BlueZ said.
+    static let linkLossGrace = Duration.seconds(2)
 
     /// Runs a GATT request, reporting a failure caused by the link dropping as
     /// ``BluetoothError/Code/disconnected``.

@@ -148,13 +148,6 @@ struct PeripheralTests {
 
     @Test(arguments: [true, false])
     func anUnlikelyErrorIsADisconnectOnlyWhenTheLinkDrops(linkDrops: Bool) async throws {
-        // The fake drops the link 100 ms after the error; hundreds of tests running at once on
-        // one event loop can hold that back for longer than BlueZ ever does.
-        let grace = linkDrops ? Duration.seconds(20) : .seconds(2)
-        try await BlueZPeripheralBackend.$linkLossGrace.withValue(grace) { try await linkDropCase(linkDrops) }
-    }
-
-    private func linkDropCase(_ linkDrops: Bool) async throws {
         try await withDevice { _, device, _, peripheral in
             try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
             device.readFailure.value = ("org.bluez.Error.Failed", "Operation failed with ATT error: 0x0e", linkDrops)
