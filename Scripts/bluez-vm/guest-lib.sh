@@ -110,7 +110,7 @@ wait_bluez_ready() {
 start_bluetoothd() {
     local btd opts pid
     btd="$(cat "$ABLE_VM_STATE/bluetoothd.path")"
-    opts="$(cat "$ABLE_VM_STATE/bluetoothd.opts")"
+    opts="$(cat "$ABLE_VM_STATE/bluetoothd.opts")${1:+ $1}"
     echo "==== able-vm: starting bluetoothd $opts at guest uptime $(uptime_s)" >> "$ABLE_VM_OUT/bluetoothd.log"
     (
         for fd in /proc/self/fd/*; do

@@ -43,7 +43,8 @@ struct SimulatedScenarioBackend: ScenarioBackend {
 struct SimulatedAdvertisingScenarioTests {
     @Test(arguments: AdvertisingScenario.allCases)
     func scenario(_ scenario: AdvertisingScenario) async throws {
-        try await scenario.run(on: SimulatedScenarioBackend())
+        let backend = SimulatedScenarioBackend()
+        try await backend.radio.run { try await scenario.run(on: backend) }
     }
 
     @Test(arguments: [AdvertisingScenario.scanResponseData, .refusals, .passiveScanning])
@@ -56,6 +57,6 @@ struct SimulatedAdvertisingScenarioTests {
                 supportsScanResponseData: true, extendsAutomatically: false),
             of: backend.peripheral)
         backend.radio.setPassiveScanning(true, of: backend.central)
-        try await scenario.run(on: backend)
+        try await backend.radio.run { try await scenario.run(on: backend) }
     }
 }

@@ -46,11 +46,12 @@ enum Guest {
     /// Runs the guest's `restart-bluetoothd` script and waits for it to exit.
     ///
     /// The script returns once the new `bluetoothd` has both adapters powered on D-Bus; its
-    /// errors go to this process's standard error.
+    /// errors go to this process's standard error. With `options` (e.g. `"-E"`), that start
+    /// adds them to the run's options; the next restart without them drops them again.
     /// - Returns: The script's exit status.
-    static func restartBluetoothd(_ action: String = "restart") async throws -> Int32 {
+    static func restartBluetoothd(_ action: String = "restart", with options: String? = nil) async throws -> Int32 {
         let script = try #require(environment["ABLE_BLUEZ_RESTART"], "ABLE_BLUEZ_RESTART is not set")
-        return try await run(script, [action])
+        return try await run(script, [action] + (options.map { ["--with", $0] } ?? []))
     }
 
     /// Runs a program and waits for it to exit; its standard streams are this process's.
