@@ -42,6 +42,24 @@ final class BlueZObjectTree: Sendable {
         /// For each object, the ``sequence`` of the change that last set each of its properties
         /// (keyed `interface.name`).
         var lastSet: [DBusObjectPath: [String: UInt64]] = [:]
+        /// The reads (`GetManagedObjects`, `GetAll`) whose replies are not applied yet.
+        var readsInFlight = 0
+        /// While reads are in flight, the ``sequence`` of the change that removed each interface
+        /// (by object, then interface), so that a snapshot taken before cannot bring it back.
+        /// Emptied when no read is in flight: it never grows with the devices a scan comes across.
+        var removedDuringReads: [DBusObjectPath: [String: UInt64]] = [:]
+
+        /// Notes a read about to be sent; returns the ``sequence`` its reply is to be applied after.
+        mutating func beginRead() -> UInt64 {
+            readsInFlight += 1
+            return sequence
+        }
+
+        /// Notes a read whose reply was applied, or failed.
+        mutating func endRead() {
+            readsInFlight -= 1
+            if readsInFlight == 0 { removedDuringReads = [:] }
+        }
 
         /// Applies a change; returns whether it changed anything.
         mutating func apply(_ change: ObjectTreeChange) -> Bool {
@@ -51,6 +69,9 @@ final class BlueZObjectTree: Sendable {
                 objects[path, default: [:]].merge(interfaces) { $1 }
                 for (interface, properties) in interfaces { noteSet(properties.keys, of: interface, at: path) }
             case .interfacesRemoved(let path, let names):
+                if readsInFlight > 0 {
+                    for name in names { removedDuringReads[path, default: [:]][name] = sequence }
+                }
                 guard var object = objects[path] else { return false }
                 for name in names { object[name] = nil }
                 objects[path] = object.isEmpty ? nil : object
@@ -78,6 +99,27 @@ final class BlueZObjectTree: Sendable {
             let change = ObjectTreeChange.propertiesChanged(
                 path, interface: interface, changed: current, invalidated: [])
             return apply(change) ? change : nil
+        }
+
+        /// Applies the objects a `GetManagedObjects` read after change number `since` returned,
+        /// except the interfaces a later change removed and the properties a later change set;
+        /// returns the changes as applied.
+        mutating func applyLoad(_ snapshot: [DBusObjectPath: Interfaces], after since: UInt64) -> [ObjectTreeChange] {
+            var applied: [ObjectTreeChange] = []
+            for (path, interfaces) in snapshot.sorted(by: { $0.key < $1.key }) {
+                let removedLater = removedDuringReads[path] ?? [:]
+                let setLater = lastSet[path] ?? [:]
+                var kept: Interfaces = [:]
+                for (interface, properties) in interfaces where (removedLater[interface] ?? 0) <= since {
+                    // Merged into what the interface has: adding an interface replaces it whole.
+                    let current = properties.filter { (setLater["\(interface).\($0.key)"] ?? 0) <= since }
+                    kept[interface] = (objects[path]?[interface] ?? [:]).merging(current) { $1 }
+                }
+                guard !kept.isEmpty else { continue }
+                let change = ObjectTreeChange.interfacesAdded(path, kept)
+                if apply(change) { applied.append(change) }
+            }
+            return applied
         }
 
         private mutating func noteSet(_ names: some Sequence<String>, of interface: String, at path: DBusObjectPath) {
@@ -231,22 +273,43 @@ final class BlueZObjectTree: Sendable {
     /// BlueZ does not announce every change (5.66 often omits `Connected = true` after
     /// `Device1.Connect`), so a caller that must know calls this after the operation.
     func refresh(_ interface: String, at path: DBusObjectPath) async throws {
-        let since = state.withLock { $0.sequence }
-        let reply = try await connection.call(
-            destination: service, path: path, interface: "org.freedesktop.DBus.Properties", method: "GetAll",
-            arguments: [.string(interface)])
-        let properties = try reply.first.unwrapped("GetAll").decode([String: DBusVariant].self)
+        let since = state.withLock { $0.beginRead() }
+        var properties: [String: DBusVariant]
+        do {
+            let reply = try await connection.call(
+                destination: service, path: path, interface: "org.freedesktop.DBus.Properties", method: "GetAll",
+                arguments: [.string(interface)])
+            properties = try reply.first.unwrapped("GetAll").decode([String: DBusVariant].self)
+        } catch {
+            state.withLock { $0.endRead() }
+            throw error
+        }
         // The reply resumes this task after the loop may have applied later signals: keep theirs.
-        publish { state in state.applyRead(properties, of: interface, at: path, after: since).map { [$0] } ?? [] }
+        publish { state in
+            defer { state.endRead() }
+            return state.applyRead(properties, of: interface, at: path, after: since).map { [$0] } ?? []
+        }
     }
 
     private func load(owner: String) async throws {
-        let reply = try await connection.call(
-            destination: service, path: .root, interface: "org.freedesktop.DBus.ObjectManager",
-            method: "GetManagedObjects")
-        let objects = try reply.first.unwrapped("GetManagedObjects").decode([DBusObjectPath: Interfaces].self)
-        state.withLock { $0.owner = owner }
-        publish(objects.sorted { $0.key < $1.key }.map { .interfacesAdded($0.key, $0.value) })
+        let since = state.withLock { $0.beginRead() }
+        let objects: [DBusObjectPath: Interfaces]
+        do {
+            let reply = try await connection.call(
+                destination: service, path: .root, interface: "org.freedesktop.DBus.ObjectManager",
+                method: "GetManagedObjects")
+            objects = try reply.first.unwrapped("GetManagedObjects").decode([DBusObjectPath: Interfaces].self)
+        } catch {
+            state.withLock { $0.endRead() }
+            throw error
+        }
+        // As for a refresh: signals applied since the call was sent are newer than the snapshot (a
+        // device removed, a property changed), so the snapshot does not bring back or overwrite them.
+        publish { state in
+            defer { state.endRead() }
+            state.owner = owner
+            return state.applyLoad(objects, after: since)
+        }
     }
 
     private func follow(_ owners: NameOwnerChangeStream) async {
