@@ -1,6 +1,9 @@
 import Able
 import AbleDBus
 import AbleTestSupport
+// For SOCK_SEQPACKET and SOCK_CLOEXEC: which Clang module owns <sys/socket.h>'s constants depends
+// on the build's module cache, and in `Scripts/check`'s build it was CBluetooth, not Glibc.
+import CBluetooth
 import Foundation
 
 @testable import AbleBlueZ
