@@ -80,7 +80,10 @@ final class BlueZNotificationHub: Sendable {
     /// Adds a stream to a characteristic's notifications, starting them in BlueZ if it is the first.
     func add(
         _ continuation: NotificationStream.Continuation, for characteristic: DBusObjectPath, device: DBusObjectPath,
-        system: BlueZSystem, socket choice: SocketChoice = .never
+        system: BlueZSystem, socket choice: SocketChoice = .never,
+        removed: @escaping @Sendable () async -> BluetoothError = {
+            BluetoothError(.disconnected, message: "the peripheral disconnected")
+        }
     ) async throws {
         let id = nextID.add(1, ordering: .relaxed).newValue
         try await queue.withLock { [self] in
@@ -104,13 +107,20 @@ final class BlueZNotificationHub: Sendable {
             let watcher = Task { [tree = system.tree] in
                 // Gone already (removed while StartNotify was answered, before any value), or when
                 // BlueZ says so.
-                let isGone =
-                    tree.interfaces(at: characteristic) == nil
-                    || (try? tree.properties(of: BlueZPeripheralBackend.device, at: device)?.decode(
-                        "Connected", as: Bool.self)) == false
-                if !isGone {
+                let isConnected =
+                    (try? tree.properties(of: BlueZPeripheralBackend.device, at: device)?.decode(
+                        "Connected", as: Bool.self)) != false
+                var error = BluetoothError(.disconnected, message: "the peripheral disconnected")
+                if isConnected, tree.interfaces(at: characteristic) == nil {
+                    error = await removed()
+                } else if isConnected {
                     for await change in changes {
-                        if case .interfacesRemoved(characteristic, _) = change { break }
+                        if case .interfacesRemoved(characteristic, _) = change {
+                            // The link dropping removes it too: `removed` tells that from the
+                            // peripheral changing its services.
+                            error = await removed()
+                            break
+                        }
                         if case .propertiesChanged(device, BlueZPeripheralBackend.device, let changed, _) = change,
                             (try? changed.decode("Connected", as: Bool.self)) == false
                         {
@@ -119,7 +129,7 @@ final class BlueZNotificationHub: Sendable {
                     }
                 }
                 guard !Task.isCancelled else { return }
-                fanout.finishAll(throwing: BluetoothError(.disconnected, message: "the peripheral disconnected"))
+                fanout.finishAll(throwing: error)
             }
             entries.withLock {
                 $0[characteristic] = Entry(
