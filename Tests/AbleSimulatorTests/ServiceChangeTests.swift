@@ -99,6 +99,7 @@ struct ServiceChangeTests {
                 #expect(one == .value([1]))
 
                 // The measurement moves to another handle; 2A39 goes for good.
+                let start = radio.clock.now
                 peripheral.changeServices {
                     Service(Sensor.service) {
                         Characteristic("2A3A", properties: .read)
@@ -114,7 +115,6 @@ struct ServiceChangeTests {
                 #expect(two == .value([2]))
                 let otherGap = try await others.next()
                 #expect(otherGap == .interrupted(reason: "\(Self.address) changed its services"))
-                let start = radio.clock.now
                 let gone = await #expect(throws: BluetoothError.self) { while try await others.next() != nil {} }
                 #expect(gone?.code == .attributeRemoved, "\(String(describing: gone))")
                 #expect(gone?.message.contains(removed.uuid.description) == true)

@@ -108,6 +108,8 @@ public final class MaintainedConnection: Sendable {
         var stopRequested = false
         /// Counts the connections made.
         var link = 0
+        /// The waits for characteristics a service change removed, by subscription.
+        var serviceChangeWaits: [UInt64: Task<Void, Never>] = [:]
     }
 
     /// The peripheral kept connected; use it for reads and writes while ``State/connected``.
@@ -372,7 +374,7 @@ public final class MaintainedConnection: Sendable {
                     // The link went under it: the next reconnection enables it.
                 }
             } else {
-                Task { [self] in
+                let wait = Task { [self] in
                     guard (try? await sleep(Self.serviceChangeGrace)) != nil else { return }
                     let pending = storage.withLock { storage -> Notifications.Continuation? in
                         guard case .connected = storage.state, let subscription = storage.subscriptions[id],
@@ -388,6 +390,7 @@ public final class MaintainedConnection: Sendable {
                             + "is gone: \(reason)")
                     pending.finish(throwing: error)
                 }
+                storage.withLock { $0.serviceChangeWaits.updateValue(wait, forKey: id) }?.cancel()
             }
         }
     }
@@ -462,6 +465,8 @@ public final class MaintainedConnection: Sendable {
     private func finish(_ state: State) async {
         let (subscriptions, listeners) = storage.withLock { storage in
             storage.state = state
+            for wait in storage.serviceChangeWaits.values { wait.cancel() }
+            storage.serviceChangeWaits = [:]
             let subscriptions = Array(storage.subscriptions.values)
             storage.subscriptions = [:]
             let listeners = Array(storage.stateListeners.values)
