@@ -45,6 +45,9 @@ final class BlueZNotificationHub: Sendable {
             }
         }
 
+        /// Whether any stream is left.
+        var hasConsumers: Bool { consumers.withLock { !$0.isEmpty } }
+
         func finishAll(throwing error: any Error) {
             for consumer in consumers.withLock({ consumers in
                 defer { consumers.removeAll() }
@@ -98,7 +101,8 @@ final class BlueZNotificationHub: Sendable {
             let changes = system.tree.changes()
             var socket: AcquiredSocket?
             if choice != .never {
-                socket = try await acquireSocket(for: characteristic, feeding: fanout, system: system, choice: choice)
+                socket = try await acquireSocket(
+                    for: characteristic, feeding: fanout, system: system, choice: choice, removed: removed)
             }
             var stopReceiving: @Sendable () -> Void = {}
             if socket == nil {
@@ -189,17 +193,28 @@ final class BlueZNotificationHub: Sendable {
     /// characteristic that does not notify, `NotPermitted` when another client holds the socket,
     /// `InProgress` when a client started notifications on the bus) keeps BlueZ's code.
     private func acquireSocket(
-        for characteristic: DBusObjectPath, feeding fanout: Fanout, system: BlueZSystem, choice: SocketChoice
+        for characteristic: DBusObjectPath, feeding fanout: Fanout, system: BlueZSystem, choice: SocketChoice,
+        removed: @escaping @Sendable () async -> BluetoothError
     ) async throws -> AcquiredSocket? {
         do {
             let (descriptor, mtu) = try await BlueZPeripheralBackend.acquire(
                 "AcquireNotify", characteristic, system: system)
             return try AcquiredSocket(
                 socket: descriptor, attMTU: mtu, onValue: fanout.yield,
-                onEnd: {
-                    fanout.finishAll(
-                        throwing: BluetoothError(
-                            .disconnected, message: "BlueZ closed the notification socket of \(characteristic)"))
+                onEnd: { [tree = system.tree] in
+                    // BlueZ closes the socket when the link drops, and when the characteristic
+                    // leaves the database (before the InterfacesRemoved signal, which `removed`
+                    // waits past): tell the two apart, as the bus subscription's watcher does.
+                    // Closed by us, the last stream having ended: nothing to tell.
+                    guard fanout.hasConsumers else { return }
+                    Task {
+                        var error = await removed()
+                        if error.code == .attributeRemoved, tree.interfaces(at: characteristic) != nil {
+                            error = BluetoothError(
+                                .disconnected, message: "BlueZ closed the notification socket of \(characteristic)")
+                        }
+                        fanout.finishAll(throwing: error)
+                    }
                 })
         } catch let error as BluetoothError
             where choice == .preferred

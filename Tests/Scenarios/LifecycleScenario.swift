@@ -291,11 +291,13 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
     static func serviceChanges(_ backend: some LifecycleScenarioBackend) async throws {
         let service = BluetoothUUID.random()
         let removed = CharacteristicID(.random(), service: service)
+        let removedOnSocket = CharacteristicID(.random(), service: service)
         let kept = CharacteristicID(.random(), service: service)
         let added = CharacteristicID(.random(), service: service)
         let before = GATTServerDefinition {
             Service(service) {
                 Characteristic(removed.uuid, properties: [.read, .notify], value: [1])
+                Characteristic(removedOnSocket.uuid, properties: [.notify], value: [1])
                 Characteristic(kept.uuid, properties: [.read, .notify], value: [2])
             }
         }
@@ -318,6 +320,8 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
                 let peripheral = connection.peripheral
                 let changes = await peripheral.serviceChanges()
                 let oldValues = try await peripheral.notifications(of: removed)
+                // The same through the characteristic's socket (BlueZ AcquireNotify).
+                let oldSocketValues = try await peripheral.notifications(of: removedOnSocket, delivery: .socket)
                 #expect(try await peripheral.read(removed) == [1])
                 try await server.notify(kept, value: [3])
                 #expect(try await maintained.next() == .value([3]))
@@ -355,6 +359,9 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
                 let ended = await #expect(throws: BluetoothError.self) { for try await _ in oldValues {} }
                 #expect(ended?.code == .attributeRemoved, "\(String(describing: ended))")
                 #expect(ended?.message.contains(removed.uuid.description) == true)
+                let endedOnSocket = await #expect(throws: BluetoothError.self) { for try await _ in oldSocketValues {} }
+                #expect(endedOnSocket?.code == .attributeRemoved, "\(String(describing: endedOnSocket))")
+                #expect(endedOnSocket?.message.contains(removedOnSocket.uuid.description) == true)
                 let stale = await #expect(throws: BluetoothError.self) {
                     try await peripheral.write([5], to: removed)
                 }
