@@ -352,7 +352,9 @@ public final class MaintainedConnection: Sendable {
                 let lost = subscription.found.map { found in
                     !change.services.contains { $0.characteristics.contains(found) }
                 }
-                guard lost == true || subscription.link == nil else { continue }
+                // Lost now, or waiting since an earlier change (a subscription being enabled for
+                // the first time has no link yet either, but has not been interrupted).
+                guard lost == true || (subscription.link == nil && subscription.interrupted) else { continue }
                 let interrupted = subscription.interrupted
                 storage.subscriptions[id]!.interrupted = true
                 storage.subscriptions[id]!.link = nil
