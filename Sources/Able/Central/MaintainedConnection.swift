@@ -190,7 +190,8 @@ public final class MaintainedConnection: Sendable {
     /// Lifetime: the stream ends when iteration ends or its task is cancelled (the subscription
     /// then ends in BlueZ), when the connection is stopped (`nil`), or when it gives up (it
     /// throws the error). A characteristic the peripheral lacks after a reconnection ends the
-    /// stream with ``BluetoothError/Code/doesNotExist``.
+    /// stream with ``BluetoothError/Code/attributeRemoved`` when an earlier link had it,
+    /// ``BluetoothError/Code/doesNotExist`` when none had.
     ///
     /// Service changes: when the peripheral's database changes while connected (see
     /// ``Peripheral/serviceChanges()``), a subscription whose characteristic was removed or moved
