@@ -261,7 +261,9 @@ public final class MaintainedConnection: Sendable {
                 failures = 0
                 // Watch the link before anything else, so that a loss during the re-enabling is seen.
                 let states = await peripheral.connectionStates()
-                let serviceChanges = await peripheral.serviceChanges()
+                // Straight from the backend: no hop onto the peripheral between connecting and
+                // reporting the connection.
+                let serviceChanges = peripheral.backend.serviceChanges()
                 try await enableAll()
                 let follower = Task { [self] in
                     for await change in serviceChanges { await servicesChanged(change) }
