@@ -10,7 +10,7 @@ extension BlueZPeripheralBackend {
 
     func writeSocket(for characteristic: GATTCharacteristic) async throws -> AcquiredSocket? {
         guard characteristic.properties.contains(.writeWithoutResponse) else { return nil }
-        let path = try objectPath(characteristic.id)
+        let path = try objectPath(characteristic)
         if let socket = system.writeSockets.openSocket(for: path) { return socket }
         return try await system.writeSockets.socket(for: path) { () async throws -> AcquiredSocketTable.Acquisition in
             do {

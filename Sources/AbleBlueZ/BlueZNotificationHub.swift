@@ -45,6 +45,9 @@ final class BlueZNotificationHub: Sendable {
             }
         }
 
+        /// Whether any stream is left.
+        var hasConsumers: Bool { consumers.withLock { !$0.isEmpty } }
+
         func finishAll(throwing error: any Error) {
             for consumer in consumers.withLock({ consumers in
                 defer { consumers.removeAll() }
@@ -80,7 +83,10 @@ final class BlueZNotificationHub: Sendable {
     /// Adds a stream to a characteristic's notifications, starting them in BlueZ if it is the first.
     func add(
         _ continuation: NotificationStream.Continuation, for characteristic: DBusObjectPath, device: DBusObjectPath,
-        system: BlueZSystem, socket choice: SocketChoice = .never
+        system: BlueZSystem, socket choice: SocketChoice = .never,
+        removed: @escaping @Sendable () async -> BluetoothError = {
+            BluetoothError(.disconnected, message: "the peripheral disconnected")
+        }
     ) async throws {
         let id = nextID.add(1, ordering: .relaxed).newValue
         try await queue.withLock { [self] in
@@ -95,7 +101,8 @@ final class BlueZNotificationHub: Sendable {
             let changes = system.tree.changes()
             var socket: AcquiredSocket?
             if choice != .never {
-                socket = try await acquireSocket(for: characteristic, feeding: fanout, system: system, choice: choice)
+                socket = try await acquireSocket(
+                    for: characteristic, feeding: fanout, system: system, choice: choice, removed: removed)
             }
             var stopReceiving: @Sendable () -> Void = {}
             if socket == nil {
@@ -104,13 +111,20 @@ final class BlueZNotificationHub: Sendable {
             let watcher = Task { [tree = system.tree] in
                 // Gone already (removed while StartNotify was answered, before any value), or when
                 // BlueZ says so.
-                let isGone =
-                    tree.interfaces(at: characteristic) == nil
-                    || (try? tree.properties(of: BlueZPeripheralBackend.device, at: device)?.decode(
-                        "Connected", as: Bool.self)) == false
-                if !isGone {
+                let isConnected =
+                    (try? tree.properties(of: BlueZPeripheralBackend.device, at: device)?.decode(
+                        "Connected", as: Bool.self)) != false
+                var error = BluetoothError(.disconnected, message: "the peripheral disconnected")
+                if isConnected, tree.interfaces(at: characteristic) == nil {
+                    error = await removed()
+                } else if isConnected {
                     for await change in changes {
-                        if case .interfacesRemoved(characteristic, _) = change { break }
+                        if case .interfacesRemoved(characteristic, _) = change {
+                            // The link dropping removes it too: `removed` tells that from the
+                            // peripheral changing its services.
+                            error = await removed()
+                            break
+                        }
                         if case .propertiesChanged(device, BlueZPeripheralBackend.device, let changed, _) = change,
                             (try? changed.decode("Connected", as: Bool.self)) == false
                         {
@@ -119,7 +133,7 @@ final class BlueZNotificationHub: Sendable {
                     }
                 }
                 guard !Task.isCancelled else { return }
-                fanout.finishAll(throwing: BluetoothError(.disconnected, message: "the peripheral disconnected"))
+                fanout.finishAll(throwing: error)
             }
             entries.withLock {
                 $0[characteristic] = Entry(
@@ -179,17 +193,28 @@ final class BlueZNotificationHub: Sendable {
     /// characteristic that does not notify, `NotPermitted` when another client holds the socket,
     /// `InProgress` when a client started notifications on the bus) keeps BlueZ's code.
     private func acquireSocket(
-        for characteristic: DBusObjectPath, feeding fanout: Fanout, system: BlueZSystem, choice: SocketChoice
+        for characteristic: DBusObjectPath, feeding fanout: Fanout, system: BlueZSystem, choice: SocketChoice,
+        removed: @escaping @Sendable () async -> BluetoothError
     ) async throws -> AcquiredSocket? {
         do {
             let (descriptor, mtu) = try await BlueZPeripheralBackend.acquire(
                 "AcquireNotify", characteristic, system: system)
             return try AcquiredSocket(
                 socket: descriptor, attMTU: mtu, onValue: fanout.yield,
-                onEnd: {
-                    fanout.finishAll(
-                        throwing: BluetoothError(
-                            .disconnected, message: "BlueZ closed the notification socket of \(characteristic)"))
+                onEnd: { [tree = system.tree] in
+                    // BlueZ closes the socket when the link drops, and when the characteristic
+                    // leaves the database (before the InterfacesRemoved signal, which `removed`
+                    // waits past): tell the two apart, as the bus subscription's watcher does.
+                    // Closed by us, the last stream having ended: nothing to tell.
+                    guard fanout.hasConsumers else { return }
+                    Task {
+                        var error = await removed()
+                        if error.code == .attributeRemoved, tree.interfaces(at: characteristic) != nil {
+                            error = BluetoothError(
+                                .disconnected, message: "BlueZ closed the notification socket of \(characteristic)")
+                        }
+                        fanout.finishAll(throwing: error)
+                    }
                 })
         } catch let error as BluetoothError
             where choice == .preferred

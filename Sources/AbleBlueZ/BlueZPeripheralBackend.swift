@@ -152,24 +152,67 @@ struct BlueZPeripheralBackend: PeripheralBackend {
         }
     }
 
-    func objectPath(_ id: RemoteAttributeID) throws -> DBusObjectPath {
+    /// The object of a discovered attribute; `gone` is the error when BlueZ no longer has it.
+    func objectPath(_ id: RemoteAttributeID, gone: () -> BluetoothError) throws -> DBusObjectPath {
         guard let path = id.path(device: path), system.tree.interfaces(at: path) != nil else {
-            throw BluetoothError(
-                .doesNotExist, message: "the attribute is gone: \(address) changed its services or disconnected")
+            guard isConnected else { throw BluetoothError(.notConnected, message: "\(address) is not connected") }
+            throw gone()
         }
         return path
     }
 
+    func objectPath(_ characteristic: GATTCharacteristic) throws -> DBusObjectPath {
+        let object = try objectPath(characteristic.id) { characteristic.removedError(of: address) }
+        // After a change, the handle may name another characteristic.
+        guard uuid(of: object, Self.characteristic) == characteristic.uuid else {
+            throw characteristic.removedError(of: address)
+        }
+        return object
+    }
+
+    func objectPath(_ descriptor: GATTDescriptor) throws -> DBusObjectPath {
+        let object = try objectPath(descriptor.id) { descriptor.removedError(of: address) }
+        guard uuid(of: object, Self.descriptor) == descriptor.uuid else { throw descriptor.removedError(of: address) }
+        return object
+    }
+
+    private func uuid(of object: DBusObjectPath, _ interface: String) -> BluetoothUUID? {
+        (try? system.tree.properties(of: interface, at: object)?.decode("UUID", as: String.self))
+            .flatMap { $0 }.flatMap(BluetoothUUID.init)
+    }
+
+    /// Runs a call on an attribute's object, reporting the object vanishing under it (BlueZ
+    /// answers `org.freedesktop.DBus.Error.UnknownObject` once the services changed) as `gone`.
+    private func onAttribute<T: Sendable>(
+        _ object: DBusObjectPath, gone: () -> BluetoothError, _ body: () async throws -> T
+    ) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as BluetoothError
+            where error.errorName == "org.freedesktop.DBus.Error.UnknownObject"
+            || error.errorName == "org.freedesktop.DBus.Error.UnknownMethod"
+        {
+            guard system.tree.interfaces(at: object) == nil else { throw error }
+            guard isConnected else {
+                throw BluetoothError(.notConnected, message: "\(address) is not connected", cause: error)
+            }
+            let removed = gone()
+            throw BluetoothError(removed.code, message: removed.message, cause: error)
+        }
+    }
+
     func read(_ characteristic: GATTCharacteristic, offset: Int) async throws -> [UInt8] {
-        let path = try objectPath(characteristic.id)
-        let reply = try await request("read of \(characteristic.uuid)") {
-            try await system.call(path, Self.characteristic, "ReadValue", [Self.options(offset: offset)])
+        let path = try objectPath(characteristic)
+        let reply = try await onAttribute(path, gone: { characteristic.removedError(of: address) }) {
+            try await request("read of \(characteristic.uuid)") {
+                try await system.call(path, Self.characteristic, "ReadValue", [Self.options(offset: offset)])
+            }
         }
         return try reply.first.unwrapped("ReadValue").decode([UInt8].self)
     }
 
     func write(_ value: [UInt8], to characteristic: GATTCharacteristic, type: WriteType, offset: Int) async throws {
-        let path = try objectPath(characteristic.id)
+        let path = try objectPath(characteristic)
         let bluezType =
             switch type {
             case .withResponse: "request"
@@ -177,23 +220,29 @@ struct BlueZPeripheralBackend: PeripheralBackend {
             case .reliable: "reliable"
             }
         let options = Self.options(offset: offset, type: bluezType)
-        _ = try await request("write of \(characteristic.uuid)") {
-            try await system.call(path, Self.characteristic, "WriteValue", [.bytes(value), options])
+        _ = try await onAttribute(path, gone: { characteristic.removedError(of: address) }) {
+            try await request("write of \(characteristic.uuid)") {
+                try await system.call(path, Self.characteristic, "WriteValue", [.bytes(value), options])
+            }
         }
     }
 
     func read(_ descriptor: GATTDescriptor) async throws -> [UInt8] {
-        let path = try objectPath(descriptor.id)
-        let reply = try await request("read of descriptor \(descriptor.uuid)") {
-            try await system.call(path, Self.descriptor, "ReadValue", [Self.options()])
+        let path = try objectPath(descriptor)
+        let reply = try await onAttribute(path, gone: { descriptor.removedError(of: address) }) {
+            try await request("read of descriptor \(descriptor.uuid)") {
+                try await system.call(path, Self.descriptor, "ReadValue", [Self.options()])
+            }
         }
         return try reply.first.unwrapped("ReadValue").decode([UInt8].self)
     }
 
     func write(_ value: [UInt8], to descriptor: GATTDescriptor) async throws {
-        let path = try objectPath(descriptor.id)
-        _ = try await request("write of descriptor \(descriptor.uuid)") {
-            try await system.call(path, Self.descriptor, "WriteValue", [.bytes(value), Self.options()])
+        let path = try objectPath(descriptor)
+        _ = try await onAttribute(path, gone: { descriptor.removedError(of: address) }) {
+            try await request("write of descriptor \(descriptor.uuid)") {
+                try await system.call(path, Self.descriptor, "WriteValue", [.bytes(value), Self.options()])
+            }
         }
     }
 
@@ -232,6 +281,16 @@ struct BlueZPeripheralBackend: PeripheralBackend {
         return disconnected == true
     }
 
+    /// Why a subscribed characteristic's object left the tree: the link dropped (BlueZ drops a
+    /// device's GATT objects as its ATT channel closes, before it announces `Connected = false`),
+    /// or the peripheral's database changed while connected.
+    func removalError(for characteristic: GATTCharacteristic) async -> BluetoothError {
+        guard await becomesDisconnected(within: Self.linkLossGrace) else {
+            return characteristic.removedError(of: address)
+        }
+        return BluetoothError(.disconnected, message: "the peripheral disconnected")
+    }
+
     func mtu(of characteristic: GATTCharacteristic) -> Int? {
         guard let path = characteristic.id.path(device: path) else { return nil }
         return (try? system.tree.properties(of: Self.characteristic, at: path)?.decode("MTU", as: UInt16.self))
@@ -248,8 +307,12 @@ struct BlueZPeripheralBackend: PeripheralBackend {
             case .socket: .required
             case .automatic: characteristic.properties.contains(.notify) ? .preferred : .never
             }
-        try await system.notifications.add(
-            continuation, for: try objectPath(characteristic.id), device: path, system: system, socket: socket)
+        let object = try objectPath(characteristic)
+        try await onAttribute(object, gone: { characteristic.removedError(of: address) }) {
+            try await system.notifications.add(
+                continuation, for: object, device: path, system: system, socket: socket,
+                removed: { [self] in await removalError(for: characteristic) })
+        }
     }
 
     static func options(offset: Int = 0, type: String? = nil) -> DBusValue {

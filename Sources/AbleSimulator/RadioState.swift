@@ -45,6 +45,7 @@ struct RadioState {
     var scans: [UInt64: Scan] = [:]
     var adapterListeners: [BluetoothAddress: [UInt64: AsyncStream<Adapter.State>.Continuation]] = [:]
     var connectionListeners: [Connection: [UInt64: AsyncStream<Peripheral.ConnectionState>.Continuation]] = [:]
+    var serviceChangeListeners: [Connection: [UInt64: ServiceChangeListener]] = [:]
     var listeners: [ListenerKey: Listener] = [:]
     var channels: [UInt64: SimulatedL2CAPLink] = [:]
     var nextID: UInt64 = 0

@@ -118,11 +118,15 @@ extension SimulatedPeripheralBackend {
         let relay = NotificationStream.Continuation(limit: 16_384, policy: .dropNewest)
         let (mine, peripheralEnd) = try Self.makeAcquiredPair()
         let uuid = characteristic.uuid
+        // Why the radio ended the subscription (the characteristic went away with a service
+        // change), for the stream to end with once the socket closes.
+        let reason = Lock<BluetoothError?>(nil)
         let socket = try AcquiredSocket(
             socket: mine, attMTU: mtu, onValue: { continuation.yieldBytes($0) },
             onEnd: {
                 continuation.finish(
-                    throwing: BluetoothError(.disconnected, message: "the notification socket of \(uuid) closed"))
+                    throwing: reason.withLock { $0 }
+                        ?? BluetoothError(.disconnected, message: "the notification socket of \(uuid) closed"))
             })
         let unwatch = radio.socketTraffic.watch { [weak socket] in
             peripheralEnd.unreadByteCount > 0 || (socket?.channel.bufferedPacketCount ?? 0) > 0
@@ -133,6 +137,8 @@ extension SimulatedPeripheralBackend {
                     try await peripheralEnd.send(value)
                     clock.noteActivity()
                 }
+            } catch let error as BluetoothError where error.code == .attributeRemoved {
+                reason.withLock { $0 = error }
             } catch {}
             unwatch()
             await peripheralEnd.close()

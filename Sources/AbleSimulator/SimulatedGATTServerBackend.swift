@@ -6,24 +6,21 @@ struct SimulatedGATTServerBackend: GATTServerBackend {
     let radio: SimulatedRadio
     let address: BluetoothAddress
 
+    /// Serves `core`; centrals still connected from an earlier server on the adapter see their
+    /// services change, as BlueZ's Service Changed indication makes them.
     func open(_ core: GATTServerCore, events: GATTServerEvents) async throws {
         radio.state.withLock { state in
             if state.devices[address] == nil {
                 state.devices[address] = SimulatedDevice(address: address, advertisement: nil, rssi: -40, mtu: 23)
             }
-            state.devices[address]?.core = core
-            state.devices[address]?.events = events
         }
+        radio.replaceDatabase(of: address, with: core, events: .some(events))
     }
 
+    /// Stops serving. As on BlueZ (where unregistering the application leaves the links up),
+    /// connected centrals stay connected and see the services go.
     func close() async {
-        for central in connectedCentrals {
-            radio.disconnect(central: central.address, peripheral: address, reason: "server closed")
-        }
-        radio.state.withLock { state in
-            state.devices[address]?.core = nil
-            state.devices[address]?.events = nil
-        }
+        radio.replaceDatabase(of: address, with: nil, events: .some(nil))
     }
 
     func send(_ value: [UInt8], of characteristic: AttributeID, indicate: Bool, timeout: Duration) async throws {

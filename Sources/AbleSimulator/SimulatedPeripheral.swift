@@ -14,6 +14,7 @@ import AbleStreams
 /// peripheral.dropNotifications(2)
 /// peripheral.delayNotifications(by: .milliseconds(300))
 /// peripheral.goOutOfRange()
+/// peripheral.changeServices { Service(.battery) { Characteristic(.batteryLevel, properties: .read) } }
 /// ```
 public final class SimulatedPeripheral: Sendable {
     /// How long a simulated peripheral takes, in simulated time.
@@ -145,6 +146,23 @@ public final class SimulatedPeripheral: Sendable {
     /// Delivers the peripheral's notifications `delay` late, in simulated time; `.zero` undoes it.
     public func delayNotifications(by delay: Duration) {
         radio.state.withLock { $0.devices[address]?.notificationDelay = delay }
+    }
+
+    /// Replaces the peripheral's GATT database and handlers while centrals stay connected, as a
+    /// firmware update that sends Service Changed does (or a BlueZ peripheral registering another
+    /// GATT application).
+    ///
+    /// What a connected central sees, as on BlueZ: its ``/Able/Peripheral/serviceChanges()``
+    /// streams report the change; ``/Able/Peripheral/services()`` gives the new database; a
+    /// notification stream of a characteristic that is not there any more as it was (same
+    /// service, UUID, properties and position) ends with
+    /// ``/Able/BluetoothError/Code/attributeRemoved``, naming it, as do operations on a
+    /// characteristic a ``/Able/Peripheral`` used before the change. The change is one event,
+    /// as one Service Changed indication is on BlueZ.
+    ///
+    /// - Parameter services: The new database and handlers, as in ``SimulatedRadio/addPeripheral(address:advertisement:rssi:mtu:timing:services:)``.
+    public func changeServices(@GATTServerBuilder _ services: () -> [any GATTServerComponent]) {
+        radio.replaceDatabase(of: address, with: GATTServerCore(definition: GATTServerDefinition(services)))
     }
 
     /// Stops or restarts advertising.

@@ -96,6 +96,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
                             .disconnected, message: "\(address) disconnected before its services were resolved")
                     }
                     radio.connectionStateChanged(connection, to: .connected)
+                    radio.refreshServiceListeners(of: connection)
                     radio.remember(address, by: central)
                     return
                 }
@@ -149,29 +150,35 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
     }
 
     func services() throws -> [GATTService] {
-        let definition = try core().definition
-        return definition.services.enumerated().map { serviceIndex, service in
-            GATTService(
-                uuid: service.uuid, isPrimary: service.kind == .primary,
-                characteristics: service.characteristics.enumerated().map { index, characteristic in
-                    let id = AttributeID(service: serviceIndex, characteristic: index)
-                    return GATTCharacteristic(
-                        uuid: characteristic.uuid, serviceUUID: service.uuid, properties: characteristic.properties,
-                        descriptors: cccd(of: characteristic, id)
-                            + characteristic.descriptors.enumerated().map { descriptorIndex, descriptor in
-                                GATTDescriptor(
-                                    uuid: descriptor.uuid, characteristicUUID: characteristic.uuid,
-                                    id: AttributeID(
-                                        service: serviceIndex, characteristic: index, descriptor: descriptorIndex
-                                    )
-                                    .remote)
-                            }, id: id.remote)
-                }, id: RemoteAttributeID([UInt16(serviceIndex)]))
+        guard isConnected else { throw BluetoothError(.notConnected, message: "\(address) is not connected") }
+        // A device that stopped serving shows an empty database, as BlueZ does once its
+        // application is unregistered.
+        return radio.state.withLock { $0.devices[address]?.core }.map { SimulatedRadio.servicesView(of: $0.definition) }
+            ?? []
+    }
+
+    func serviceChanges() -> AsyncStream<ServiceChange> {
+        radio.serviceChanges(of: connection)
+    }
+
+    /// Throws ``BluetoothError/Code/attributeRemoved`` when the characteristic is no longer in
+    /// the database as it was found (its handle may now hold another one).
+    private func check(_ characteristic: GATTCharacteristic) throws {
+        guard try services().contains(where: { $0.characteristics.contains(characteristic) }) else {
+            throw characteristic.removedError(of: address)
         }
     }
 
+    private func check(_ descriptor: GATTDescriptor) throws {
+        guard try services().contains(where: { $0.characteristics.contains { $0.descriptors.contains(descriptor) } })
+        else { throw descriptor.removedError(of: address) }
+    }
+
     func read(_ characteristic: GATTCharacteristic, offset: Int) async throws -> [UInt8] {
-        try await attribute { try await $0.read($1, central: Central(address: central), offset: offset, mtu: mtu) }(
+        try check(characteristic)
+        return try await attribute {
+            try await $0.read($1, central: Central(address: central), offset: offset, mtu: mtu)
+        }(
             characteristic.id)
     }
 
@@ -181,6 +188,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
     /// does) and then
     /// executed in order.
     func write(_ value: [UInt8], to characteristic: GATTCharacteristic, type: WriteType, offset: Int) async throws {
+        try check(characteristic)
         let mtu = self.mtu
         let central = Central(address: central)
         guard type == .reliable || offset > 0 || value.count > mtu - 3 else {
@@ -212,6 +220,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
     }
 
     func read(_ descriptor: GATTDescriptor) async throws -> [UInt8] {
+        try check(descriptor)
         if let characteristic = AttributeID(cccdOf: descriptor.id) {
             _ = try core()
             let key = RadioState.SubscriptionKey(central: central, peripheral: address, attribute: characteristic)
@@ -223,6 +232,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
     }
 
     func write(_ value: [UInt8], to descriptor: GATTDescriptor) async throws {
+        try check(descriptor)
         if AttributeID(cccdOf: descriptor.id) != nil {
             // BlueZ keeps the Client Characteristic Configuration to itself: subscribe instead.
             throw BluetoothError.fromBlueZ(name: "org.bluez.Error.NotPermitted", message: "Write not permitted")
@@ -280,11 +290,10 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
         to characteristic: GATTCharacteristic, into continuation: NotificationStream.Continuation,
         delivery: NotificationDelivery
     ) async throws {
-        let core = try core()
+        try check(characteristic)
         guard let id = AttributeID(remote: characteristic.id) else {
             throw BluetoothError(.doesNotExist, message: "no attribute \(characteristic.id)")
         }
-        _ = core
         let throughSocket =
             switch delivery.kind {
             case .bus: false
@@ -321,15 +330,4 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             radio.clock.handOffEnded()
         }
     }
-}
-
-/// The Client Characteristic Configuration descriptor BlueZ shows for a characteristic that
-/// notifies or indicates, ahead of the declared descriptors as in BlueZ's handle order.
-private func cccd(of characteristic: Characteristic, _ id: AttributeID) -> [GATTDescriptor] {
-    guard !characteristic.properties.isDisjoint(with: [.notify, .indicate]) else { return [] }
-    return [
-        GATTDescriptor(
-            uuid: .clientCharacteristicConfiguration, characteristicUUID: characteristic.uuid,
-            id: RemoteAttributeID(id.remote.components + [AttributeID.cccdComponent]))
-    ]
 }

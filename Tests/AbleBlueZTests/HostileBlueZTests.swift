@@ -158,7 +158,9 @@ struct HostileBlueZTests {
             setup.device.startNotifyDelay.value = .milliseconds(100)
             let values = try await setup.peripheral.notifications(of: SeedCharacteristic.b2)
             let error = await #expect(throws: BluetoothError.self) { for try await _ in values {} }
-            #expect(error?.code == .disconnected, "\(String(describing: error))")
+            // Still connected: the peripheral's services changed under the stream.
+            #expect(error?.code == .attributeRemoved, "\(String(describing: error))")
+            #expect(error?.message.contains(SeedCharacteristic.b2.uuid.description) == true)
             try await setup.expectBack(to: baseline)
             try await setup.peripheral.disconnect()
         }

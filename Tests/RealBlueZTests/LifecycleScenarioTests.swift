@@ -7,9 +7,17 @@ extension RealBlueZ {
     /// the same ones `AbleSimulatorTests` runs on the simulated radio.
     @Suite(.timeLimit(.minutes(3)))
     struct LifecycleScenarios {
-        @Test(arguments: LifecycleScenario.allCases)
+        @Test(arguments: LifecycleScenario.allCases.filter { $0 != .serviceChanges })
         func scenario(_ scenario: LifecycleScenario) async throws {
             try await withRig { rig in try await scenario.run(on: BlueZLifecycleScenarioBackend(rig: rig)) }
+        }
+
+        /// The service-change scenario on its own, so that it can be run alone
+        /// (`--filter 'LifecycleScenarios/serviceChanges'`).
+        @Test func serviceChanges() async throws {
+            try await withRig { rig in
+                try await LifecycleScenario.serviceChanges.run(on: BlueZLifecycleScenarioBackend(rig: rig))
+            }
         }
     }
 }

@@ -29,6 +29,7 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
     case knownDevicesAndConnectingByAddress
     case bondsTrustAndForgetting
     case reconnectionKeepsSubscriptions
+    case serviceChanges
 
     public var testDescription: String { rawValue }
 
@@ -40,6 +41,7 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
             case .knownDevicesAndConnectingByAddress: try await Self.knownDevicesAndConnectingByAddress(backend)
             case .bondsTrustAndForgetting: try await Self.bondsTrustAndForgetting(backend)
             case .reconnectionKeepsSubscriptions: try await Self.reconnectionKeepsSubscriptions(backend)
+            case .serviceChanges: try await Self.serviceChanges(backend)
             }
         } cleanup: {
             do {
@@ -281,6 +283,112 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
             } cleanup: {
                 await advertising.stop()
             }
+        }
+    }
+
+    /// The peripheral's server closes and another one, with a different database, starts on the
+    /// same adapter while the central stays connected (a firmware update, seen from the central).
+    static func serviceChanges(_ backend: some LifecycleScenarioBackend) async throws {
+        let service = BluetoothUUID.random()
+        let removed = CharacteristicID(.random(), service: service)
+        let removedOnSocket = CharacteristicID(.random(), service: service)
+        let kept = CharacteristicID(.random(), service: service)
+        let added = CharacteristicID(.random(), service: service)
+        let before = GATTServerDefinition {
+            Service(service) {
+                Characteristic(removed.uuid, properties: [.read, .notify], value: [1])
+                Characteristic(removedOnSocket.uuid, properties: [.notify], value: [1])
+                Characteristic(kept.uuid, properties: [.read, .notify], value: [2])
+            }
+        }
+        let after = GATTServerDefinition {
+            Service(service) {
+                Characteristic(kept.uuid, properties: [.read, .notify], value: [2])
+                Characteristic(added.uuid, properties: [.read], value: [9])
+            }
+        }
+        let address = try #require(await backend.peripheral.state.address)
+        let policy = ReconnectPolicy(
+            connectTimeout: backend.connectTimeout, initialDelay: .milliseconds(500), maximumDelay: .seconds(2))
+        var server = try await GATTServer.start(on: backend.peripheral, definition: before)
+        let advertising = try await backend.peripheral.startAdvertising(
+            Advertisement(localName: "sc", serviceUUIDs: [service]))
+        try await withCleanup {
+            try await backend.central.withMaintainedConnection(to: address, policy: policy) { connection in
+                var maintained = connection.notifications(of: kept).makeAsyncIterator()
+                #expect(try await maintained.next() == .enabled)
+                let peripheral = connection.peripheral
+                let changes = await peripheral.serviceChanges()
+                let oldValues = try await peripheral.notifications(of: removed)
+                // The same through the characteristic's socket (BlueZ AcquireNotify).
+                let oldSocketValues = try await peripheral.notifications(of: removedOnSocket, delivery: .socket)
+                #expect(try await peripheral.read(removed) == [1])
+                try await server.notify(kept, value: [3])
+                #expect(try await maintained.next() == .value([3]))
+
+                let states = Recorder<String>()
+                let stateWatch = Task {
+                    for await state in await peripheral.connectionStates() { states.append("\(state)") }
+                }
+                let start = ContinuousClock.now
+                await server.close()
+                let closed = ContinuousClock.now - start
+                server = try await GATTServer.start(on: backend.peripheral, definition: after)
+                let started = ContinuousClock.now - start
+
+                // The central sees the new database (BlueZ may first report the removal alone).
+                var seen: [ServiceChange] = []
+                for await change in changes {
+                    seen.append(change)
+                    print(
+                        "service change \(seen.count) after \(ContinuousClock.now - start) (closed after \(closed), "
+                            + "started after \(started)): removed \(change.removedCharacteristics.map(\.uuid)), "
+                            + "serving \(change.services.map { "\($0.uuid): \($0.characteristics.map(\.uuid))" })")
+                    if change.contains(added) { break }
+                }
+                stateWatch.cancel()
+                print("connection states during the change: \(states.all)")
+                #expect(!states.all.contains { $0.hasPrefix("disconnected") }, "\(states.all)")
+                #expect(seen.last?.contains(added) == true, "changes: \(seen)")
+                #expect(seen.last?.contains(removed) == false)
+                #expect(seen.flatMap(\.removedCharacteristics).contains { $0.uuid == removed.uuid }, "\(seen)")
+                #expect(try await peripheral.read(added) == [9])
+
+                // The removed characteristic's stream ends with the error naming it, as do
+                // operations on it.
+                let ended = await #expect(throws: BluetoothError.self) { for try await _ in oldValues {} }
+                #expect(ended?.code == .attributeRemoved, "\(String(describing: ended))")
+                #expect(ended?.message.contains(removed.uuid.description) == true)
+                let endedOnSocket = await #expect(throws: BluetoothError.self) { for try await _ in oldSocketValues {} }
+                #expect(endedOnSocket?.code == .attributeRemoved, "\(String(describing: endedOnSocket))")
+                #expect(endedOnSocket?.message.contains(removedOnSocket.uuid.description) == true)
+                let stale = await #expect(throws: BluetoothError.self) {
+                    try await peripheral.write([5], to: removed)
+                }
+                #expect(stale?.code == .attributeRemoved, "\(String(describing: stale))")
+                #expect(stale?.message.contains(removed.uuid.description) == true)
+                #expect(stale?.message.contains(service.description) == true)
+                // One it never had is still just missing.
+                let never = await #expect(throws: BluetoothError.self) {
+                    _ = try await peripheral.read(CharacteristicID(.random(), service: service))
+                }
+                #expect(never?.code == .doesNotExist)
+
+                // The maintained subscription to the characteristic that stayed comes back.
+                var events: [MaintainedConnection.Notification] = []
+                while let event = try await maintained.next() {
+                    events.append(event)
+                    if event == .enabled { break }
+                }
+                #expect(events.first.map { if case .interrupted = $0 { true } else { false } } == true, "\(events)")
+                #expect(events.last == .enabled)
+                try await server.notify(kept, value: [4])
+                #expect(try await maintained.next() == .value([4]))
+                #expect(connection.state.description == "connected")
+            }
+        } cleanup: {
+            await advertising.stop()
+            await server.close()
         }
     }
 }

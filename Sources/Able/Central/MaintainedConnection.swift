@@ -94,6 +94,9 @@ public final class MaintainedConnection: Sendable {
         var interrupted = false
         /// The link it is enabled on (or being enabled on): never twice on one link.
         var link: Int?
+        /// The characteristic as found when it was enabled, to tell whether a service change
+        /// removed it.
+        var found: GATTCharacteristic?
     }
 
     private struct Storage {
@@ -105,6 +108,8 @@ public final class MaintainedConnection: Sendable {
         var stopRequested = false
         /// Counts the connections made.
         var link = 0
+        /// The waits for characteristics a service change removed, by subscription.
+        var serviceChangeWaits: [UInt64: Task<Void, Never>] = [:]
     }
 
     /// The peripheral kept connected; use it for reads and writes while ``State/connected``.
@@ -185,7 +190,15 @@ public final class MaintainedConnection: Sendable {
     /// Lifetime: the stream ends when iteration ends or its task is cancelled (the subscription
     /// then ends in BlueZ), when the connection is stopped (`nil`), or when it gives up (it
     /// throws the error). A characteristic the peripheral lacks after a reconnection ends the
-    /// stream with ``BluetoothError/Code/doesNotExist``.
+    /// stream with ``BluetoothError/Code/attributeRemoved`` when an earlier link had it,
+    /// ``BluetoothError/Code/doesNotExist`` when none had.
+    ///
+    /// Service changes: when the peripheral's database changes while connected (see
+    /// ``Peripheral/serviceChanges()``), a subscription whose characteristic was removed or moved
+    /// reports ``Notification/interrupted(reason:)`` and is enabled again, with
+    /// ``Notification/enabled``, as soon as the characteristic is back; one still missing 10 s
+    /// (on the adapter's clock) after the change ends with ``BluetoothError/Code/attributeRemoved``.
+    /// Subscriptions to characteristics the change left alone go on untouched.
     public func notifications(of characteristic: some CharacteristicIdentifier) -> Notifications {
         let (stream, continuation) = Notifications.makeStream(bufferingPolicy: .bufferingNewest(4096))
         let connected = storage.withLock { storage -> (UInt64, Bool)? in
@@ -248,8 +261,15 @@ public final class MaintainedConnection: Sendable {
                 failures = 0
                 // Watch the link before anything else, so that a loss during the re-enabling is seen.
                 let states = await peripheral.connectionStates()
+                // Straight from the backend: no hop onto the peripheral between connecting and
+                // reporting the connection.
+                let serviceChanges = peripheral.backend.serviceChanges()
                 try await enableAll()
+                let follower = Task { [self] in
+                    for await change in serviceChanges { await servicesChanged(change) }
+                }
                 let reason = await linkLoss(states)
+                follower.cancel()
                 guard !Task.isCancelled else { break }
                 await interruptAll(reason: reason)
                 publish(.disconnected(reason: reason))
@@ -309,13 +329,79 @@ public final class MaintainedConnection: Sendable {
         }
         guard let characteristic else { return nil }
         do {
+            let found = try await peripheral.characteristic(characteristic)
+            storage.withLock { $0.subscriptions[id]?.found = found }
             return try await peripheral.notifications(of: characteristic)
-        } catch let error as BluetoothError where error.code == .doesNotExist || error.code == .notSupported {
+        } catch let error as BluetoothError
+            where error.code == .doesNotExist || error.code == .notSupported || error.code == .attributeRemoved
+        {
             // Another attempt would not find it either: this stream ends, the others go on.
             storage.withLock { $0.subscriptions.removeValue(forKey: id) }?.continuation.finish(throwing: error)
             return nil
         }
     }
+
+    /// Re-enables the subscriptions whose characteristic a change of the peripheral's services
+    /// removed or moved (BlueZ drops the notification session with the object), once the
+    /// characteristic is there again. One the peripheral still lacks ``serviceChangeGrace`` later
+    /// ends with ``BluetoothError/Code/attributeRemoved``: a peripheral may change in two steps (a
+    /// BlueZ peripheral re-registering its application sends Service Changed for the old range,
+    /// then for the new one), and the second can take seconds on a slow link.
+    private func servicesChanged(_ change: ServiceChange) async {
+        let reason = "\(peripheral.address) changed its services"
+        let affected = storage.withLock { storage -> [(UInt64, Notifications.Continuation?, Task<Void, Never>?)] in
+            var affected: [(UInt64, Notifications.Continuation?, Task<Void, Never>?)] = []
+            for (id, subscription) in storage.subscriptions {
+                let lost = subscription.found.map { found in
+                    !change.services.contains { $0.characteristics.contains(found) }
+                }
+                // Lost now, or waiting since an earlier change (a subscription being enabled for
+                // the first time has no link yet either, but has not been interrupted).
+                guard lost == true || (subscription.link == nil && subscription.interrupted) else { continue }
+                let interrupted = subscription.interrupted
+                storage.subscriptions[id]!.interrupted = true
+                storage.subscriptions[id]!.link = nil
+                storage.subscriptions[id]!.found = nil
+                storage.subscriptions[id]!.relay = nil
+                affected.append((id, interrupted ? nil : subscription.continuation, subscription.relay))
+            }
+            return affected
+        }
+        for (id, continuation, relay) in affected.sorted(by: { $0.0 < $1.0 }) {
+            relay?.cancel()
+            continuation?.yield(.interrupted(reason: reason))
+            let characteristic = storage.withLock { $0.subscriptions[id]?.characteristic }
+            guard let characteristic else { continue }
+            if change.contains(characteristic) {
+                do {
+                    try await enable(id)
+                } catch {
+                    // The link went under it: the next reconnection enables it.
+                }
+            } else {
+                let wait = Task { [self] in
+                    guard (try? await sleep(Self.serviceChangeGrace)) != nil else { return }
+                    let pending = storage.withLock { storage -> Notifications.Continuation? in
+                        guard case .connected = storage.state, let subscription = storage.subscriptions[id],
+                            subscription.link == nil
+                        else { return nil }
+                        storage.subscriptions[id] = nil
+                        return subscription.continuation
+                    }
+                    guard let pending else { return }
+                    let error = BluetoothError(
+                        .attributeRemoved,
+                        message: "characteristic \(characteristic.uuid) of service \(characteristic.service.uuid) "
+                            + "is gone: \(reason)")
+                    pending.finish(throwing: error)
+                }
+                storage.withLock { $0.serviceChangeWaits.updateValue(wait, forKey: id) }?.cancel()
+            }
+        }
+    }
+
+    /// How long a subscription waits for its characteristic to come back after a service change.
+    static let serviceChangeGrace = Duration.seconds(10)
 
     /// Announces `.enabled`, then relays the link's values to the subscription's stream.
     private func relay(_ values: NotificationStream, to id: UInt64) {
@@ -384,6 +470,8 @@ public final class MaintainedConnection: Sendable {
     private func finish(_ state: State) async {
         let (subscriptions, listeners) = storage.withLock { storage in
             storage.state = state
+            for wait in storage.serviceChangeWaits.values { wait.cancel() }
+            storage.serviceChangeWaits = [:]
             let subscriptions = Array(storage.subscriptions.values)
             storage.subscriptions = [:]
             let listeners = Array(storage.stateListeners.values)

@@ -13,10 +13,10 @@
 /// since BlueZ answers `InProgress` to overlapping ones. A task cancelled while its operation
 /// waits for its turn throws `CancellationError` at once, and nothing of it reaches BlueZ.
 ///
-/// The peripheral keeps no mutable state of its own (its backend follows the connection, and a
-/// lock puts the GATT operations in line): it is an actor so that it is shared between tasks as
-/// safely as the other public types and its members are awaited like theirs, which they can
-/// stay if it gains state.
+/// The peripheral keeps little state of its own (its backend follows the connection, a lock puts
+/// the GATT operations in line, and it remembers which characteristics it has used, to say when a
+/// service change removed one): it is an actor so that it is shared between tasks as safely as
+/// the other public types and its members are awaited like theirs.
 public actor Peripheral {
     /// Where a connection stands.
     public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
@@ -45,6 +45,9 @@ public actor Peripheral {
 
     let backend: any PeripheralBackend
     private let queue = FIFOLock()
+    /// The characteristics (service and characteristic UUID) looked up so far, to tell one a
+    /// service change removed from one the peripheral never had.
+    private var used: Set<[BluetoothUUID]> = []
 
     /// The peripheral's address.
     public nonisolated let address: BluetoothAddress
@@ -133,20 +136,69 @@ public actor Peripheral {
         try backend.services()
     }
 
+    /// The changes of the peripheral's GATT database from now on: services, characteristics or
+    /// descriptors that went or came while connected (the peripheral sent Service Changed, as
+    /// after a firmware update or when its GATT application is registered again, and BlueZ
+    /// discovered the range again), or a reconnection that found a different database.
+    ///
+    /// Each ``ServiceChange`` carries the whole database as it is after the change, and what was
+    /// removed and added; ``services()`` and the lookups by identifier already give the new
+    /// database when it arrives. A change is reported once the database has been quiet for a
+    /// moment (250 ms on BlueZ, which announces each object separately), so each Service Changed
+    /// indication the peripheral sends is usually one event: a BlueZ peripheral that unregisters
+    /// one GATT application and registers another sends two (the old range, then the new one),
+    /// which come as two events, the removal and then the addition. The first services resolved
+    /// after the stream was made while disconnected are not a change.
+    ///
+    /// Buffering: the 32 newest changes; a consumer further behind loses the oldest ones, and
+    /// the newest it takes still carries the whole database.
+    ///
+    /// Cancelling the task that iterates ends the stream; it also ends when the peripheral's
+    /// adapter or Bluetooth daemon goes away.
+    ///
+    /// - Important: Operations on a characteristic the change removed throw
+    ///   ``BluetoothError/Code/attributeRemoved`` naming it by UUID and service (when this
+    ///   `Peripheral` used it before; ``BluetoothError/Code/doesNotExist``, also naming it, for one
+    ///   it never used), as does an operation the change overtook in BlueZ; its notification
+    ///   streams end with ``BluetoothError/Code/attributeRemoved``.
+    ///
+    /// BlueZ reports the change as `InterfacesRemoved` and `InterfacesAdded` of the device's
+    /// `org.bluez.GattService1`, `GattCharacteristic1` and `GattDescriptor1` objects, and
+    /// `Device1.ServicesResolved`.
+    public func serviceChanges() -> AsyncStream<ServiceChange> {
+        backend.serviceChanges()
+    }
+
     /// The discovered characteristic a typed identifier names.
     ///
-    /// - Throws: ``BluetoothError/Code/doesNotExist`` when the peripheral has no such
-    ///   characteristic in that service (or the service is gone).
+    /// - Throws: ``BluetoothError/Code/attributeRemoved`` when this peripheral value found it
+    ///   before and the peripheral's services changed since (see ``serviceChanges()``);
+    ///   ``BluetoothError/Code/doesNotExist`` when the peripheral has no such characteristic in
+    ///   that service. Either message names the characteristic and its service.
     public func characteristic(_ identifier: some CharacteristicIdentifier) throws -> GATTCharacteristic {
         let services = try backend.services()
         let serviceUUID = identifier.service.uuid
-        guard let service = services.first(where: { $0.uuid == serviceUUID }) else {
-            throw BluetoothError(.doesNotExist, message: "\(address) has no service \(serviceUUID)")
-        }
-        guard let characteristic = service.characteristics.first(where: { $0.uuid == identifier.uuid }) else {
+        let key = [serviceUUID, identifier.uuid]
+        guard
+            let characteristic = services.first(where: { $0.uuid == serviceUUID })?.characteristics.first(where: {
+                $0.uuid == identifier.uuid
+            })
+        else {
+            if used.contains(key) {
+                throw BluetoothError(
+                    .attributeRemoved,
+                    message: "characteristic \(identifier.uuid) of service \(serviceUUID) is gone: \(address) "
+                        + "changed its services")
+            }
+            guard services.contains(where: { $0.uuid == serviceUUID }) else {
+                throw BluetoothError(
+                    .doesNotExist,
+                    message: "\(address) has no service \(serviceUUID) (for characteristic \(identifier.uuid))")
+            }
             throw BluetoothError(
                 .doesNotExist, message: "service \(serviceUUID) has no characteristic \(identifier.uuid)")
         }
+        used.insert(key)
         return characteristic
     }
 

@@ -8,6 +8,9 @@ package protocol PeripheralBackend: Sendable {
     func pair(with agent: PairingAgent, timeout: Duration) async throws
     func connectionStates() -> AsyncStream<Peripheral.ConnectionState>
     func services() throws -> [GATTService]
+    /// The changes of the peripheral's database from now on, each once the database is settled
+    /// (see ``Peripheral/serviceChanges()``).
+    func serviceChanges() -> AsyncStream<ServiceChange>
     func read(_ characteristic: GATTCharacteristic, offset: Int) async throws -> [UInt8]
     /// Writes over the bus; with an `offset` or a value longer than one PDU allows, as a long
     /// write (prepare and execute).

@@ -92,7 +92,7 @@ extension BluetoothError {
             case authenticationFailed, authenticationCanceled, authenticationRejected, authenticationTimeout
             case connectionAttemptFailed, disconnected, timeout, cancelled
             case daemonUnavailable, protocolError, attError, failed, internalError
-            case adapterRemoved
+            case adapterRemoved, attributeRemoved
         }
 
         private let wrapped: Wrapped
@@ -165,6 +165,11 @@ extension BluetoothError {
         /// The adapter went away under the operation (unplugged, or its controller removed) while
         /// `bluetoothd` kept running; one that comes back under the same name works again.
         public static let adapterRemoved = Code(.adapterRemoved)
+        /// The characteristic or descriptor was taken out of the peripheral's GATT database while
+        /// connected (its services changed, as after a firmware update or a server re-registering
+        /// its application); the message names it by UUID and service. Look it up again: the
+        /// peripheral's ``Peripheral/serviceChanges()`` say what it serves now.
+        public static let attributeRemoved = Code(.attributeRemoved)
 
         /// The code's name, such as `notPowered`.
         public var description: String {

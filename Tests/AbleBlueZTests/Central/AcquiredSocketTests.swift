@@ -141,3 +141,24 @@ extension AcquiredSocketTests {
         }
     }
 }
+
+extension AcquiredSocketTests {
+    @Test func aSocketClosedWithItsCharacteristicWhileConnectedEndsTheStreamNamingIt() async throws {
+        try await peripheralTests.withDevice { _, device, _, peripheral in
+            device.acquireAnswer.value = nil
+            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
+            let stream = try await peripheral.notifications(of: SeedCharacteristic.b2, delivery: .socket)
+            let end = try #require(device.socketEnds.value["AcquireNotify:char0024"])
+            // As BlueZ does when a Service Changed indication removes the characteristic: the
+            // socket closes, then the object goes; the link stays up.
+            close(end)
+            let b2 = device.characteristicPath(1, 1)
+            await device.connection.unexport(DBusObjectPath(rawValue: b2.rawValue + "/desc0025")!)
+            await device.connection.unexport(b2)
+            let error = await #expect(throws: BluetoothError.self) { for try await _ in stream {} }
+            #expect(error?.code == .attributeRemoved, "\(String(describing: error))")
+            #expect(error?.message.contains(SeedCharacteristic.b2.uuid.description) == true)
+            #expect(await peripheral.isConnected)
+        }
+    }
+}

@@ -260,6 +260,39 @@ struct PeripheralTests {
             #expect(device.calls.value.contains("Disconnect"))
         }
     }
+
+    @Test func aCharacteristicRemovedWhileConnectedIsAServiceChangeAndEndsItsStreamNamingIt() async throws {
+        try await withDevice { _, device, _, peripheral in
+            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
+            let changes = await peripheral.serviceChanges()
+            let values = try await peripheral.notifications(of: SeedCharacteristic.b2)
+            // BlueZ unexports a range a Service Changed indication names, descriptor first.
+            let b2 = device.characteristicPath(1, 1)
+            await device.connection.unexport(DBusObjectPath(rawValue: b2.rawValue + "/desc0025")!)
+            await device.connection.unexport(b2)
+            let ended = await #expect(throws: BluetoothError.self) { for try await _ in values {} }
+            #expect(ended?.code == .attributeRemoved, "\(String(describing: ended))")
+            #expect(ended?.message.contains(SeedCharacteristic.b2.uuid.description) == true)
+            #expect(ended?.message.contains(SeedService.b.uuid.description) == true)
+            // One change, or two when the descriptor's removal settled on its own.
+            var removed: [BluetoothUUID] = []
+            for await change in changes {
+                removed += change.removedCharacteristics.map(\.uuid)
+                if !change.contains(SeedCharacteristic.b2) {
+                    #expect(change.contains(SeedCharacteristic.b1))
+                    break
+                }
+            }
+            #expect(removed == [SeedCharacteristic.b2.uuid])
+            let refused = await #expect(throws: BluetoothError.self) {
+                _ = try await peripheral.notifications(of: SeedCharacteristic.b2)
+            }
+            #expect(refused?.code == .attributeRemoved, "\(String(describing: refused))")
+            #expect(try await peripheral.read(SeedCharacteristic.b1) == [3])
+            #expect(await peripheral.isConnected)
+            try await peripheral.disconnect()
+        }
+    }
 }
 
 @Suite(.timeLimit(.minutes(1)))

@@ -1,0 +1,67 @@
+/// A change of a connected peripheral's GATT database: services (or characteristics within
+/// them) that went and came, as after a firmware update, the peripheral re-registering its GATT
+/// application, or BlueZ handling a Service Changed indication.
+///
+/// A service whose characteristics or descriptors changed appears in both ``removed`` (as it was)
+/// and ``added`` (as it is now).
+public struct ServiceChange: Sendable, Hashable, CustomStringConvertible {
+    /// Every service the peripheral serves after the change, as ``Peripheral/services()`` gives them.
+    public var services: [GATTService]
+    /// The services, as they were, that are gone or changed.
+    public var removed: [GATTService]
+    /// The services, as they are now, that are new or changed.
+    public var added: [GATTService]
+
+    /// A change from `old` to `new`; `nil` when they are the same.
+    package init?(from old: [GATTService], to new: [GATTService]) {
+        let removed = old.filter { !new.contains($0) }
+        let added = new.filter { !old.contains($0) }
+        guard !removed.isEmpty || !added.isEmpty else { return nil }
+        self.services = new
+        self.removed = removed
+        self.added = added
+    }
+
+    /// The characteristics that were in the database before the change and are not after it,
+    /// matched by service and characteristic UUID (one that moved to other handles is still there).
+    public var removedCharacteristics: [GATTCharacteristic] {
+        let remaining = Set(services.flatMap { $0.characteristics.map(\.key) })
+        return removed.flatMap(\.characteristics).filter { !remaining.contains($0.key) }
+    }
+
+    /// Whether the peripheral serves `identifier` after the change.
+    public func contains(_ identifier: some CharacteristicIdentifier) -> Bool {
+        services.contains { service in
+            service.uuid == identifier.service.uuid && service.characteristics.contains { $0.uuid == identifier.uuid }
+        }
+    }
+
+    public var description: String {
+        "services changed: \(removed.count) removed or changed, \(added.count) added or changed, "
+            + "\(services.count) served"
+    }
+}
+
+extension GATTCharacteristic {
+    /// The service and characteristic UUIDs: what stays the same when a database is rebuilt.
+    var key: [BluetoothUUID] { [serviceUUID, uuid] }
+
+    /// The error for an operation on this characteristic after it left the database.
+    package func removedError(of address: BluetoothAddress, cause: (any Error)? = nil) -> BluetoothError {
+        BluetoothError(
+            .attributeRemoved,
+            message:
+                "characteristic \(uuid) of service \(serviceUUID) is gone: \(address) changed its services",
+            cause: cause)
+    }
+}
+
+extension GATTDescriptor {
+    /// The error for an operation on this descriptor after it left the database.
+    package func removedError(of address: BluetoothAddress) -> BluetoothError {
+        BluetoothError(
+            .attributeRemoved,
+            message:
+                "descriptor \(uuid) of characteristic \(characteristicUUID) is gone: \(address) changed its services")
+    }
+}
