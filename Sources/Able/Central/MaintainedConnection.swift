@@ -121,7 +121,7 @@ public final class MaintainedConnection: Sendable {
     }
 
     func start() {
-        let task = Task { [self] in await supervise() }
+        let task = Task.inheritingExecutor { [self] in await supervise() }
         storage.withLock { $0.supervisor = task }
     }
 
@@ -214,7 +214,7 @@ public final class MaintainedConnection: Sendable {
             relay?.cancel()
         }
         if isConnected {
-            Task { [self] in
+            Task.inheritingExecutor { [self] in
                 do {
                     try await enable(id)
                 } catch {
@@ -325,7 +325,7 @@ public final class MaintainedConnection: Sendable {
         // Announced before the relay starts, so that it precedes this link's values.
         yield(.enabled, to: id)
         let link = storage.withLock { $0.link }
-        let relay = Task {
+        let relay = Task.inheritingExecutor {
             var reason: String?
             do {
                 for try await value in values { self.yield(.value(value), to: id) }
