@@ -81,6 +81,14 @@ extension BluetoothError {
             self = .fromBlueZ(name: name, message: error.message, cause: error, file: file, line: line)
             return
         }
+        // With bluetoothd stopped, a call to org.bluez makes the bus try to start it by D-Bus
+        // activation (Debian's org.bluez.service); when that fails the caller gets
+        // `org.freedesktop.DBus.Error.Spawn.*` (for example `Spawn.ChildExited`, "Launch helper
+        // exited with unknown return code 1"), which says only that bluetoothd is not running.
+        if name.hasPrefix("org.freedesktop.DBus.Error.Spawn.") {
+            self.init(.daemonUnavailable, message: error.message, cause: error, errorName: nil, file: file, line: line)
+            return
+        }
         let code: Code =
             switch error.name {
             case .noReply, .timeout: .timeout

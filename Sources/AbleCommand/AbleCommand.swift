@@ -18,7 +18,7 @@ public enum AbleCommand {
     static let commands: [any Command.Type] = [
         DemoCommand.self, ScanCommand.self, InfoCommand.self, ReadCommand.self, WriteCommand.self,
         NotifyCommand.self, ServeCommand.self, AdvertiseCommand.self, L2CAPCommand.self, DevicesCommand.self,
-        ForgetCommand.self, PairCommand.self,
+        ForgetCommand.self, PairCommand.self, SoakCommand.self,
     ]
 
     /// The subcommands' names, in the order the usage lists them.

@@ -52,38 +52,34 @@ struct NotifyReconnectCommandTests {
     static let service: BluetoothUUID = "A5A50001-0000-1000-8000-00805F9B34FB"
     static let counter: BluetoothUUID = "A5A50003-0000-1000-8000-00805F9B34FB"
 
-    @Test(
-        "notify --reconnect subscribes again after a link loss, prints the gap and counts on",
-        .disabled(
-            if: Sanitizers.isThreadSanitizerActive,
-            """
-            A maintained connection's supervisor is a task the simulated clock does not see outside \
-            SimulatedRadio.run, and ThreadSanitizer slows it past the clock's quiet spell, so the \
-            clock fires the connect timeout; inside run the supervisor must prefer the simulation's \
-            executor first (follow-up of issues #16 and #20).
-            """))
+    @Test("notify --reconnect subscribes again after a link loss, prints the gap and counts on")
     func notifyReconnect() async throws {
         let commands = SimulatedCommandTests()
         let radio = commands.radio
         let peripheralAddress = BluetoothAddress(commands.peripheralAddress)!
         let subscriptions = LockedCounter()
-        // Each subscription gets three values; the link drops after the first three.
-        let server = try await GATTServer.start(on: commands.peripheral) {
-            Service(Self.service) { Characteristic(Self.counter, properties: .notify) }
-            OnSubscriptionChange { server, _, _, isSubscribed in
-                guard isSubscribed else { return }
-                let round = subscriptions.increment()
-                for index in 1...3 { try? await server.notify(Self.counter, value: [UInt8(round * 10 + index)]) }
-                if round == 1 { radio.peripheral(peripheralAddress).disconnectAll(reason: "the link dropped") }
+        // On the radio's executor, where the maintained connection's supervisor runs too, so
+        // that the clock sees all of its work, however slow the machine (or ThreadSanitizer).
+        let result = try await radio.run {
+            // Each subscription gets three values; the link drops after the first three.
+            let server = try await GATTServer.start(on: commands.peripheral) {
+                Service(Self.service) { Characteristic(Self.counter, properties: .notify) }
+                OnSubscriptionChange { server, _, _, isSubscribed in
+                    guard isSubscribed else { return }
+                    let round = subscriptions.increment()
+                    for index in 1...3 { try? await server.notify(Self.counter, value: [UInt8(round * 10 + index)]) }
+                    if round == 1 { radio.peripheral(peripheralAddress).disconnectAll(reason: "the link dropped") }
+                }
             }
+            let advertising = try await commands.peripheral.startAdvertising(
+                Advertisement(localName: "sim-thing", serviceUUIDs: [Self.service]))
+            let result = await commands.able([
+                "notify", commands.peripheralAddress, "\(Self.counter)", "--reconnect", "--count", "6",
+            ])
+            await advertising.stop()
+            await server.close()
+            return result
         }
-        let advertising = try await commands.peripheral.startAdvertising(
-            Advertisement(localName: "sim-thing", serviceUUIDs: [Self.service]))
-        let result = await commands.able([
-            "notify", commands.peripheralAddress, "\(Self.counter)", "--reconnect", "--count", "6",
-        ])
-        await advertising.stop()
-        await server.close()
         #expect(result.status == 0, "\(result.errors)")
         let events = result.json.compactMap { line in
             ["enabled", "notification", "interrupted", "end"].first { line.contains(#""event":"\#($0)""#) }

@@ -30,6 +30,7 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
     case bondsTrustAndForgetting
     case reconnectionKeepsSubscriptions
     case serviceChanges
+    case serverRegisteringAgainKeepsSubscriptions
 
     public var testDescription: String { rawValue }
 
@@ -42,6 +43,8 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
             case .bondsTrustAndForgetting: try await Self.bondsTrustAndForgetting(backend)
             case .reconnectionKeepsSubscriptions: try await Self.reconnectionKeepsSubscriptions(backend)
             case .serviceChanges: try await Self.serviceChanges(backend)
+            case .serverRegisteringAgainKeepsSubscriptions:
+                try await Self.serverRegisteringAgainKeepsSubscriptions(backend)
             }
         } cleanup: {
             do {
@@ -385,6 +388,71 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
                 try await server.notify(kept, value: [4])
                 #expect(try await maintained.next() == .value([4]))
                 #expect(connection.state.description == "connected")
+            }
+        } cleanup: {
+            await advertising.stop()
+            await server.close()
+        }
+    }
+
+    /// The peripheral's GATT server closes and opens again (as a server process restarting does)
+    /// under a maintained connection's subscription: the subscription reports one gap and comes
+    /// back, each value exactly once. On BlueZ the link stays up and the characteristic goes away
+    /// and returns under it (found by the soak: the subscription used to go silent for the rest
+    /// of the link); the simulated radio drops the link when a server closes, so there it comes
+    /// back by reconnecting.
+    static func serverRegisteringAgainKeepsSubscriptions(_ backend: some LifecycleScenarioBackend) async throws {
+        let service = BluetoothUUID.random()
+        let level = CharacteristicID(.random(), service: service)
+        let definition = GATTServerDefinition {
+            Service(service) { Characteristic(level.uuid, properties: [.read, .notify], value: [0]) }
+        }
+        let address = try #require(await backend.peripheral.state.address)
+        let policy = ReconnectPolicy(
+            connectTimeout: backend.connectTimeout, initialDelay: .milliseconds(500), maximumDelay: .seconds(2))
+        var server = try await GATTServer.start(on: backend.peripheral, definition: definition)
+        let advertising = try await backend.peripheral.startAdvertising(
+            Advertisement(localName: "rr", serviceUUIDs: [service]))
+        try await withCleanup {
+            try await backend.central.withMaintainedConnection(to: address, policy: policy) { connection in
+                var events = connection.notifications(of: level).makeAsyncIterator()
+                var values: [[UInt8]] = []
+                var gaps = 0
+                /// Takes events until the next `.enabled`, noting values and gaps.
+                func untilEnabled() async throws {
+                    while let event = try await events.next() {
+                        switch event {
+                        case .enabled: return
+                        case .value(let value): values.append(value)
+                        case .interrupted: gaps += 1
+                        }
+                    }
+                    throw ScenarioFailure(description: "the notifications ended")
+                }
+                /// Notifies `value` until the central has it (the server may not know of the
+                /// subscription yet), then takes it.
+                func deliver(_ value: UInt8) async throws {
+                    try await backend.eventually("the server to see the subscription") {
+                        await server.isSubscribed(level.uuid)
+                    }
+                    try await server.notify(level, value: [value])
+                    guard let event = try await events.next() else {
+                        throw ScenarioFailure(description: "the notifications ended")
+                    }
+                    guard case .value(let received) = event else {
+                        throw ScenarioFailure(description: "\(event) instead of the value \(value)")
+                    }
+                    values.append(received)
+                }
+                try await untilEnabled()
+                try await deliver(1)
+
+                await server.close()
+                server = try await GATTServer.start(on: backend.peripheral, definition: definition)
+                try await untilEnabled()
+                #expect(gaps == 1, "the gap is reported once")
+                try await deliver(2)
+                #expect(values == [[1], [2]], "each value exactly once, in order")
             }
         } cleanup: {
             await advertising.stop()

@@ -126,7 +126,7 @@ public final class MaintainedConnection: Sendable {
     }
 
     func start() {
-        let task = Task { [self] in await supervise() }
+        let task = Task.inheritingExecutor { [self] in await supervise() }
         storage.withLock { $0.supervisor = task }
     }
 
@@ -181,7 +181,10 @@ public final class MaintainedConnection: Sendable {
     /// After each reconnection the subscription is enabled again, once, and the stream says
     /// where values may be missing: ``Notification/interrupted(reason:)`` when the link goes,
     /// ``Notification/enabled`` each time notifications are enabled (the first time too). Values
-    /// are never repeated: each link's values come from that link's subscription alone.
+    /// are never repeated: each link's values come from that link's subscription alone. When the
+    /// characteristic goes away under a link that stays up (the peer's GATT application was
+    /// unregistered or changed), the stream reports ``Notification/interrupted(reason:)`` and
+    /// subscribes again each second while the link lasts; ``Notification/enabled`` says it is back.
     ///
     /// Buffering: up to 4,096 events the consumer has not taken; when full, the oldest are
     /// dropped (a consumer that far behind has a gap of its own making). Each link's values come
@@ -224,7 +227,7 @@ public final class MaintainedConnection: Sendable {
             relay?.cancel()
         }
         if isConnected {
-            Task { [self] in
+            Task.inheritingExecutor { [self] in
                 do {
                     try await enable(id)
                 } catch {
@@ -407,12 +410,23 @@ public final class MaintainedConnection: Sendable {
     private func relay(_ values: NotificationStream, to id: UInt64) {
         // Announced before the relay starts, so that it precedes this link's values.
         yield(.enabled, to: id)
-        let relay = Task {
+        let link = storage.withLock { $0.link }
+        let relay = Task.inheritingExecutor {
+            var reason: String?
             do {
                 for try await value in values { self.yield(.value(value), to: id) }
+            } catch let error as BluetoothError where error.code == .attributeRemoved {
+                // The peripheral's services changed: `servicesChanged(_:)` reports the gap and
+                // enables the subscription again, or ends it, once the change is complete.
+                return
             } catch {
-                // The link went: the supervisor reports the gap.
+                reason = "\(error)"
             }
+            // When the link went, the supervisor reports the gap; when the values ended under a
+            // link that stays up for another reason, the characteristic went away without a
+            // change of services being seen (the peer's GATT application was unregistered):
+            // subscribe again once it is back.
+            await self.resubscribe(id, link: link, reason: reason)
         }
         let replaced = storage.withLock { storage -> Task<Void, Never>? in
             guard storage.subscriptions[id] != nil else { return nil }
@@ -424,6 +438,53 @@ public final class MaintainedConnection: Sendable {
         replaced?.cancel()
         if storage.withLock({ $0.subscriptions[id] == nil }) { relay.cancel() }
     }
+
+    /// After a subscription's values ended while its link stays up: reports the gap, then
+    /// subscribes again every ``resubscribeInterval`` for as long as the link lasts, until the
+    /// characteristic is back. A link loss in the meantime leaves it to the supervisor.
+    private func resubscribe(_ id: UInt64, link: Int, reason: String?) async {
+        // A link loss ends the values too, and the supervisor learns of it a little later.
+        do {
+            try await sleep(Self.resubscribeInterval)
+        } catch {
+            return
+        }
+        let characteristic = storage.withLock { storage -> (any CharacteristicIdentifier)? in
+            guard !Task.isCancelled, storage.link == link, case .connected = storage.state,
+                storage.subscriptions[id]?.link == link
+            else { return nil }
+            storage.subscriptions[id]!.link = nil
+            storage.subscriptions[id]!.interrupted = true
+            return storage.subscriptions[id]!.characteristic
+        }
+        guard let characteristic else { return }
+        yield(.interrupted(reason: reason), to: id)
+        while true {
+            do {
+                try await sleep(Self.resubscribeInterval)
+            } catch {
+                return
+            }
+            let stillUp = storage.withLock { storage in
+                guard storage.link == link, case .connected = storage.state else { return false }
+                return storage.subscriptions[id] != nil && storage.subscriptions[id]!.link == nil
+            }
+            guard stillUp, !Task.isCancelled else { return }
+            guard let values = try? await peripheral.notifications(of: characteristic) else { continue }
+            let claimed = storage.withLock { storage in
+                guard storage.link == link, storage.subscriptions[id]?.link == nil else { return false }
+                storage.subscriptions[id]!.link = link
+                return true
+            }
+            // Unclaimed, the stream ends here and its subscription with it.
+            guard claimed else { return }
+            relay(values, to: id)
+            return
+        }
+    }
+
+    /// How long a subscription whose characteristic went away waits between attempts to subscribe again.
+    static let resubscribeInterval = Duration.seconds(1)
 
     private func yield(_ event: Notification, to id: UInt64) {
         storage.withLock { $0.subscriptions[id]?.continuation }?.yield(event)

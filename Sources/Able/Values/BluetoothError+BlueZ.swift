@@ -16,12 +16,14 @@ extension BluetoothError {
     /// - `Failed` whose text is an ATT code (`0x80`, as GATT server handlers reply) or ends in
     ///   one (`Operation failed with ATT error: 0x0e`, as BlueZ's GATT client reports an error
     ///   response): ``Code/attError`` with that ``attError``.
+    /// - `Failed` with `Not connected` (BlueZ's GATT client, for a read, write or `StartNotify`
+    ///   on a device whose ATT link is gone): ``Code/notConnected``.
     /// - `NotPermitted` with `Read not permitted` or `Write not permitted`: ``attError`` is
     ///   ``ATTError/readNotPermitted`` or ``ATTError/writeNotPermitted``.
     /// - `InvalidArguments` with `Invalid offset` or `Invalid Length` (BlueZ's GATT client):
     ///   ``Code/invalidOffset`` or ``Code/invalidValueLength``, with the matching ``attError``.
     ///
-    /// Errors of the bus itself (`org.freedesktop.DBus.Error.*`, such as `ServiceUnknown` when
+    /// Errors of the bus itself (`org.freedesktop.DBus.Error.*`, such as `ServiceUnknown` or `Spawn.*` when
     /// `bluetoothd` is gone or `NoReply` after a timeout) are not BlueZ's and map to
     /// ``Code/failed`` here; the caller that knows the bus should map them to
     /// ``Code/daemonUnavailable`` or ``Code/timeout`` itself.
@@ -45,6 +47,8 @@ extension BluetoothError {
         var code = codesByBlueZName[shortName] ?? .failed
         var attError: ATTError?
         switch shortName {
+        case "Failed" where message == "Not connected":
+            code = .notConnected
         case "Failed":
             if let reasonCode = connectionFailureCode(message) {
                 code = reasonCode

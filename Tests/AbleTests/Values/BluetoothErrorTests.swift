@@ -80,6 +80,14 @@ struct BluetoothErrorTests {
         #expect(error.errorName == "org.bluez.Error.Failed")
     }
 
+    @Test func aGATTOperationOnALinkThatIsGoneIsNotConnected() {
+        // src/gatt-client.c answers a read, write or StartNotify without an ATT link so (seen in the soak).
+        let error = BluetoothError.fromBlueZ(name: "org.bluez.Error.Failed", message: "Not connected")
+        #expect(error.code == .notConnected)
+        #expect(error.errorName == "org.bluez.Error.Failed")
+        #expect(ReconnectPolicy.isTransient(error))
+    }
+
     @Test(
         "ATT codes in Failed replies become attError",
         arguments: [

@@ -1,0 +1,108 @@
+import Able
+import AbleStreams
+
+/// What a soak counts: operations completed and errors per kind, values lost or duplicated on
+/// the paths that survived, and the longest time without any completed operation.
+final class SoakLedger: Sendable {
+    private struct Counts {
+        var operations: [String: Int] = [:]
+        var errors: [String: Int] = [:]
+        /// The first message of each kind of error.
+        var examples: [String: String] = [:]
+        /// Errors that are not ``BluetoothError`` (each one fails the soak), with their text.
+        var untyped: [String] = []
+        var lost: [String: Int] = [:]
+        var duplicated: [String: Int] = [:]
+        var lastProgress: ContinuousClock.Instant?
+        var longestStall: Duration = .zero
+        var longestStallEnded: ContinuousClock.Instant?
+    }
+
+    /// The operations whose completion counts as progress (scan results and gaps do not).
+    static let progressKinds: Set<String> = ["read", "write", "notification", "l2cap echo"]
+
+    let start = ContinuousClock.now
+    private let counts = Lock(Counts())
+
+    /// Counts one `kind` of operation completed.
+    func completed(_ kind: String) {
+        let now = ContinuousClock.now
+        counts.withLock { counts in
+            counts.operations[kind, default: 0] += 1
+            guard Self.progressKinds.contains(kind) else { return }
+            if let last = counts.lastProgress, now - last > counts.longestStall {
+                counts.longestStall = now - last
+                counts.longestStallEnded = now
+            }
+            counts.lastProgress = now
+        }
+    }
+
+    /// Counts an error of the operation `kind`: by its code when it is a ``BluetoothError``,
+    /// else as untyped, which fails the soak.
+    func failed(_ kind: String, _ error: any Error) {
+        counts.withLock { counts in
+            if let error = error as? BluetoothError {
+                let key = "\(kind): \(error.code)"
+                counts.errors[key, default: 0] += 1
+                if counts.examples[key] == nil { counts.examples[key] = error.message }
+            } else {
+                counts.errors["\(kind): untyped", default: 0] += 1
+                counts.untyped.append("\(kind): \(type(of: error)): \(error)")
+            }
+        }
+    }
+
+    /// Counts `count` values of `kind` that did not arrive on a path that survived.
+    func lost(_ kind: String, _ count: Int = 1) {
+        counts.withLock { $0.lost[kind, default: 0] += count }
+    }
+
+    /// Counts `count` values of `kind` that arrived more than once, or out of order.
+    func duplicated(_ kind: String, _ count: Int = 1) {
+        counts.withLock { $0.duplicated[kind, default: 0] += count }
+    }
+
+    /// Ends the stall measurement at `end` (a stall still going on then counts too).
+    func finish(at end: ContinuousClock.Instant) {
+        counts.withLock { counts in
+            let last = counts.lastProgress ?? start
+            if end - last > counts.longestStall {
+                counts.longestStall = end - last
+                counts.longestStallEnded = end
+            }
+        }
+    }
+
+    var operations: [String: Int] { counts.withLock { $0.operations } }
+    var errors: [String: Int] { counts.withLock { $0.errors } }
+    /// The first message of each kind of error, by the keys of ``errors``.
+    var errorExamples: [String: String] { counts.withLock { $0.examples } }
+    var untyped: [String] { counts.withLock { $0.untyped } }
+    var lostValues: [String: Int] { counts.withLock { $0.lost } }
+    var duplicatedValues: [String: Int] { counts.withLock { $0.duplicated } }
+    /// The longest stall and how long after the start it ended.
+    var longestStall: (duration: Duration, endedAfter: Duration) {
+        counts.withLock { ($0.longestStall, ($0.longestStallEnded ?? start) - start) }
+    }
+}
+
+/// The process's resident memory and open file descriptors, from `/proc/self`.
+struct ProcessSample: Sendable, CustomStringConvertible {
+    var residentKiB: Int
+    var openFileDescriptors: Int
+    /// What each open descriptor refers to (`socket:[…]`, `anon_inode:[eventfd]`, a path).
+    var fileDescriptorTargets: [String]
+
+    /// The sample now; zeros where `/proc` is missing.
+    static func now() -> ProcessSample {
+        let status = ProcFS.read("/proc/self/status") ?? ""
+        let rss =
+            status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
+            .flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") } ?? 0
+        let targets = ProcFS.descriptorTargets()
+        return ProcessSample(residentKiB: rss, openFileDescriptors: targets.count, fileDescriptorTargets: targets)
+    }
+
+    var description: String { "\(residentKiB) KiB resident, \(openFileDescriptors) fds" }
+}

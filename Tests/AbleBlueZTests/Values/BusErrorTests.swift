@@ -1,0 +1,33 @@
+import Able
+import AbleDBus
+import Testing
+
+@testable import AbleBlueZ
+
+struct BusErrorTests {
+    @Test(
+        "The bus's own errors map to the codes that describe them",
+        arguments: [
+            ("org.freedesktop.DBus.Error.ServiceUnknown", BluetoothError.Code.daemonUnavailable),
+            ("org.freedesktop.DBus.Error.NameHasNoOwner", .daemonUnavailable),
+            // What the soak met while bluetoothd was stopped: the bus tried to start it by activation.
+            ("org.freedesktop.DBus.Error.Spawn.ChildExited", .daemonUnavailable),
+            ("org.freedesktop.DBus.Error.Spawn.ServiceNotFound", .daemonUnavailable),
+            ("org.freedesktop.DBus.Error.Spawn.ExecFailed", .daemonUnavailable),
+            ("org.freedesktop.DBus.Error.NoReply", .timeout),
+            ("org.freedesktop.DBus.Error.UnknownObject", .doesNotExist),
+            ("org.freedesktop.DBus.Error.Failed", .failed),
+        ])
+    func busErrors(name: String, code: BluetoothError.Code) {
+        let error = BluetoothError(dbusError: DBusError(DBusError.Name(rawValue: name), "a message"))
+        #expect(error.code == code)
+        #expect(error.message == "a message")
+    }
+
+    @Test func aMaintainedConnectionRetriesWhileTheBusCannotStartBluetoothd() {
+        let error = BluetoothError(
+            dbusError: DBusError(
+                "org.freedesktop.DBus.Error.Spawn.ChildExited", "Launch helper exited with unknown return code 1"))
+        #expect(ReconnectPolicy.isTransient(error))
+    }
+}
