@@ -55,6 +55,7 @@ struct ArgumentTests {
             (["demo", "--server", "hci0", "--central", "hci0"], "the server and the central need two adapters"),
             (["demo", "--notifications", "300"], "--notifications must be a whole number from 0 to 255"),
             (["serve", "--name", ""], "--name cannot be empty"),
+            (["serve", "--pairing", "maybe"], "--pairing must be accept or refuse, not 'maybe'"),
             (["scan", "--adapter", ""], "--adapter: an adapter name cannot be empty"),
             (["scan", "--adapter", "hci0/../hci1"], "--adapter: 'hci0/../hci1' is not an adapter name"),
             (["info", "--adapter", "hci 0"], "--adapter: 'hci 0' is not an adapter name"),
