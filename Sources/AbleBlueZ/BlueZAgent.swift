@@ -1,29 +1,108 @@
 import Able
 import AbleDBus
+import AbleStreams
 
-/// A `org.bluez.Agent1` object answering BlueZ's pairing requests with a ``PairingAgent``.
+/// The process's one `org.bluez.Agent1` object, answering BlueZ's pairing requests with the
+/// ``PairingAgent``s Able was given: the standing agents set on adapters
+/// (``Adapter/setPairingAgent(_:)``) and the agents of pairings under way
+/// (``Peripheral/pair(with:timeout:)``).
 ///
-/// Only `bluetoothd` may call it: calls from any other bus name are refused.
-enum BlueZAgent {
-    /// Registers `agent` as BlueZ's default agent for the duration of `body`.
-    static func withAgent<T: Sendable>(
-        _ agent: PairingAgent, system: BlueZSystem, _ body: () async throws -> T
+/// BlueZ keeps one agent per D-Bus connection (`agent.c` refuses a second `RegisterAgent` from a
+/// sender with `AlreadyExists`) and one default agent per `bluetoothd`, whose capability sets the
+/// IO capability of every adapter. So Able registers one object, with the capability of the agent
+/// that asked last (a pairing under way before the standing agents), registers it again when
+/// that capability changes, and unregisters it when no agent is left.
+///
+/// A request is answered by the agent of the pairing under way with that device, else by the
+/// standing agent of the device's adapter, else by the agent of any pairing under way (both
+/// sides of a pairing between two adapters of one `bluetoothd` ask the one default agent); with
+/// none of those, it is refused. Only `bluetoothd` may call the object: calls from any other bus
+/// name are refused.
+final class BlueZAgentRegistry: Sendable {
+    private struct State {
+        /// The standing agents, by adapter name, each with the order it was set in.
+        var standing: [String: (agent: PairingAgent, order: UInt64)] = [:]
+        /// The agents of pairings under way, by a key of their own.
+        var pairings: [UInt64: (device: DBusObjectPath, agent: PairingAgent)] = [:]
+        var nextOrder: UInt64 = 0
+        /// The capability BlueZ has the object registered with; `nil` when not registered.
+        var registered: PairingAgent.Capability?
+        /// The exported object's path; `nil` when not exported.
+        var exported: DBusObjectPath?
+        /// Follows the adapters with a standing agent, to drop the agents of those that go.
+        var watcher: Task<Void, Never>?
+
+        mutating func order() -> UInt64 {
+            nextOrder += 1
+            return nextOrder
+        }
+
+        /// The capability to register: the newest pairing's agent's, else the newest standing agent's.
+        var capability: PairingAgent.Capability? {
+            if let newest = pairings.max(by: { $0.key < $1.key }) { return newest.value.agent.capability }
+            return standing.values.max(by: { $0.order < $1.order })?.agent.capability
+        }
+
+        func agent(for device: DBusObjectPath) -> PairingAgent? {
+            if let pairing = pairings.filter({ $0.value.device == device }).max(by: { $0.key < $1.key }) {
+                return pairing.value.agent
+            }
+            if let adapter = device.parent?.lastElement, let standing = standing[adapter] { return standing.agent }
+            return pairings.max(by: { $0.key < $1.key })?.value.agent
+        }
+    }
+
+    private let state = Lock(State())
+    /// Registering and unregistering with BlueZ, one change at a time.
+    private let serial = FIFOLock()
+
+    /// The standing agent of `adapter`, if one is set.
+    func standingAgent(of adapter: String) -> PairingAgent? {
+        state.withLock { $0.standing[adapter]?.agent }
+    }
+
+    /// Sets or clears the standing agent of `adapter`, registering or unregistering Able's agent
+    /// with BlueZ as needed. On failure nothing changes.
+    func setStanding(_ agent: PairingAgent?, of adapter: String, system: BlueZSystem) async throws {
+        try await serial.withLock {
+            let previous = state.withLock { state in
+                let previous = state.standing[adapter]
+                if let agent {
+                    state.standing[adapter] = (agent, state.order())
+                } else {
+                    state.standing[adapter] = nil
+                }
+                return previous
+            }
+            do {
+                try await reconcile(system)
+            } catch {
+                state.withLock { $0.standing[adapter] = previous }
+                try? await reconcile(system)
+                throw error
+            }
+            watchAdapters(system)
+        }
+    }
+
+    /// Runs `body` with `agent` answering for `device` (and for any request no other agent answers).
+    func withPairing<T: Sendable>(
+        _ agent: PairingAgent, device: DBusObjectPath, system: BlueZSystem, _ body: () async throws -> T
     ) async throws -> T {
-        let path = DBusObjectPath.unique("/able/agent/a")
-        let bluez = try await system.connection.nameOwner(of: BlueZSystem.service)
-        try await system.connection.export(
-            [interface(agent)], at: path, authorize: { sender in sender == bluez })
-        do {
-            _ = try await system.call(
-                "/org/bluez", "org.bluez.AgentManager1", "RegisterAgent",
-                [
-                    .objectPath(path), .string(agent.capability.rawValue),
-                ])
-            _ = try await system.call(
-                "/org/bluez", "org.bluez.AgentManager1", "RequestDefaultAgent", [.objectPath(path)])
-        } catch {
-            await system.connection.unexport(path)
-            throw error
+        let key = try await serial.withLock {
+            let key = state.withLock { state in
+                let key = state.order()
+                state.pairings[key] = (device, agent)
+                return key
+            }
+            do {
+                try await reconcile(system)
+            } catch {
+                state.withLock { _ = $0.pairings.removeValue(forKey: key) }
+                try? await reconcile(system)
+                throw error
+            }
+            return key
         }
         let result: Result<T, any Error>
         do {
@@ -31,19 +110,113 @@ enum BlueZAgent {
         } catch {
             result = .failure(error)
         }
-        await system.callEvenIfCancelled(
-            "/org/bluez", "org.bluez.AgentManager1", "UnregisterAgent", [.objectPath(path)])
-        await system.connection.unexport(path)
+        await runEvenIfCancelled { [self] in
+            _ = try? await serial.withLock {
+                state.withLock { _ = $0.pairings.removeValue(forKey: key) }
+                try? await reconcile(system)
+            }
+        }
         return try result.get()
     }
 
-    static func interface(_ agent: PairingAgent) -> DBusInterface {
-        @Sendable func device(_ call: DBusMethodCall) throws -> BluetoothAddress {
+    /// Brings BlueZ's registration in line with the agents set: registers, registers again with
+    /// another capability, or unregisters. Runs under ``serial``.
+    private func reconcile(_ system: BlueZSystem) async throws {
+        let (desired, registered, exported) = state.withLock { ($0.capability, $0.registered, $0.exported) }
+        guard desired != registered || (desired == nil && exported != nil) else { return }
+        if registered != nil, let exported {
+            state.withLock { $0.registered = nil }
+            await system.callEvenIfCancelled(
+                "/org/bluez", "org.bluez.AgentManager1", "UnregisterAgent", [.objectPath(exported)])
+        }
+        guard let desired else {
+            if let exported { await system.connection.unexport(exported) }
+            state.withLock { $0.exported = nil }
+            return
+        }
+        let path: DBusObjectPath
+        if let exported {
+            path = exported
+        } else {
+            path = DBusObjectPath.unique("/able/agent/a")
+            let tree = system.tree
+            try await system.connection.export(
+                [interface()], at: path, authorize: { sender in sender == tree.owner })
+            state.withLock { $0.exported = path }
+        }
+        _ = try await system.call(
+            "/org/bluez", "org.bluez.AgentManager1", "RegisterAgent", [.objectPath(path), .string(desired.rawValue)])
+        state.withLock { $0.registered = desired }
+        do {
+            _ = try await system.call(
+                "/org/bluez", "org.bluez.AgentManager1", "RequestDefaultAgent", [.objectPath(path)])
+        } catch {
+            state.withLock { $0.registered = nil }
+            await system.callEvenIfCancelled(
+                "/org/bluez", "org.bluez.AgentManager1", "UnregisterAgent", [.objectPath(path)])
+            throw error
+        }
+    }
+
+    /// Drops the standing agent of an adapter that goes away (all of them when `bluetoothd`
+    /// leaves the bus, which forgets every agent), while any standing agent is set.
+    private func watchAdapters(_ system: BlueZSystem) {
+        let changes = state.withLock { state -> AsyncStream<ObjectTreeChange>? in
+            if state.standing.isEmpty {
+                state.watcher?.cancel()
+                state.watcher = nil
+                return nil
+            }
+            return state.watcher == nil ? system.tree.changes() : nil
+        }
+        guard let changes else { return }
+        let task = Task { [weak self] in
+            for await change in changes {
+                let gone: [String]
+                switch change {
+                case .interfacesRemoved(let path, let interfaces)
+                where interfaces.contains(BlueZAdapterBackend.interface):
+                    gone = [path.lastElement]
+                case .serviceLeft:
+                    gone = self?.state.withLock { Array($0.standing.keys) } ?? []
+                default:
+                    continue
+                }
+                guard let self, !gone.isEmpty else { continue }
+                await self.adaptersWent(gone, system: system)
+            }
+        }
+        state.withLock { $0.watcher = task }
+    }
+
+    private func adaptersWent(_ names: [String], system: BlueZSystem) async {
+        _ = try? await serial.withLock {
+            let dropped = state.withLock { state in
+                names.compactMap { state.standing.removeValue(forKey: $0) }.count
+            }
+            guard dropped > 0 else { return }
+            try? await reconcile(system)
+            // Ended from within the watcher's own task: that task ends with its loop below.
+            state.withLock { state in
+                if state.standing.isEmpty {
+                    state.watcher?.cancel()
+                    state.watcher = nil
+                }
+            }
+        }
+    }
+
+    private func interface() -> DBusInterface {
+        let registry = self
+        @Sendable func request(_ call: DBusMethodCall) throws -> (BluetoothAddress, PairingAgent) {
             let path = try call.argument(0, as: DBusObjectPath.self)
             guard let address = BluetoothAddress(bluezPathComponent: path.lastElement) else {
                 throw DBusError("org.bluez.Error.Rejected", "unknown device \(path)")
             }
-            return address
+            guard let agent = registry.state.withLock({ $0.agent(for: path) }) else {
+                throw DBusError("org.bluez.Error.Rejected", "no Able pairing agent answers for \(path)")
+            }
+            return (address, agent)
         }
         let rejected = DBusError("org.bluez.Error.Rejected", "refused by the Able pairing agent")
         return DBusInterface(
@@ -52,30 +225,49 @@ enum BlueZAgent {
                 DBusMethod("Release") { _ in [] },
                 DBusMethod("Cancel") { _ in [] },
                 DBusMethod("RequestConfirmation", in: "ou") { call in
-                    guard await agent.confirm(try device(call), try call.argument(1)) else { throw rejected }
+                    let (device, agent) = try request(call)
+                    guard await agent.confirm(device, try call.argument(1)) else { throw rejected }
                     return []
                 },
                 DBusMethod("RequestAuthorization", in: "o") { call in
-                    guard await agent.confirm(try device(call), 0) else { throw rejected }
+                    let (device, agent) = try request(call)
+                    guard await agent.confirm(device, 0) else { throw rejected }
                     return []
                 },
                 DBusMethod("AuthorizeService", in: "os") { _ in [] },
                 DBusMethod("RequestPasskey", in: "o", out: "u") { call in
-                    guard let passkey = await agent.passkey(try device(call)) else { throw rejected }
+                    let (device, agent) = try request(call)
+                    guard let passkey = await agent.passkey(device) else { throw rejected }
                     return [.uint32(passkey)]
                 },
                 DBusMethod("RequestPinCode", in: "o", out: "s") { call in
-                    guard let passkey = await agent.passkey(try device(call)) else { throw rejected }
+                    let (device, agent) = try request(call)
+                    guard let passkey = await agent.passkey(device) else { throw rejected }
                     return [.string(String(passkey))]
                 },
                 DBusMethod("DisplayPasskey", in: "ouq") { call in
-                    await agent.display(try device(call), try call.argument(1))
+                    let (device, agent) = try request(call)
+                    await agent.display(device, try call.argument(1))
                     return []
                 },
                 DBusMethod("DisplayPinCode", in: "os") { call in
-                    await agent.display(try device(call), UInt32(try call.argument(1, as: String.self)) ?? 0)
+                    let (device, agent) = try request(call)
+                    await agent.display(device, UInt32(try call.argument(1, as: String.self)) ?? 0)
                     return []
                 },
             ])
+    }
+}
+
+extension BlueZAdapterBackend: PairingAgentBackend {
+    var pairingAgent: PairingAgent? { system.agents.standingAgent(of: name) }
+
+    func setPairingAgent(_ agent: PairingAgent?) async throws {
+        if agent != nil, system.tree.interfaces(at: path) == nil {
+            throw BluetoothError(
+                system.tree.owner == nil ? .daemonUnavailable : .adapterRemoved,
+                message: "adapter \(name) is not present")
+        }
+        try await system.agents.setStanding(agent, of: name, system: system)
     }
 }

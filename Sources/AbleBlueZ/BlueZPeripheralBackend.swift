@@ -84,7 +84,7 @@ struct BlueZPeripheralBackend: PeripheralBackend {
     func pair(with agent: PairingAgent, timeout: Duration) async throws {
         let system = self.system
         let path = self.path
-        try await BlueZAgent.withAgent(agent, system: system) {
+        try await system.agents.withPairing(agent, device: path, system: system) {
             do {
                 try await withDeadline(timeout, what: "pairing with \(address)") {
                     _ = try await system.call(path, Self.device, "Pair", timeout: timeout)
@@ -257,14 +257,60 @@ struct BlueZPeripheralBackend: PeripheralBackend {
     /// (`Failed: Operation failed with ATT error: 0x0e`), or `NotConnected`, often before it
     /// announces `Connected = false`: such a failure means a disconnect when the device is, or
     /// becomes within ``linkLossGrace``, disconnected. The original error is the cause.
-    private func request<T: Sendable>(_ what: String, _ body: () async throws -> T) async throws -> T {
+    private func request<T: Sendable>(_ what: String, _ body: @escaping @Sendable () async throws -> T) async throws
+        -> T
+    {
         do {
-            return try await body()
+            return try await answered(body)
         } catch let error as BluetoothError where error.attError == .unlikelyError || error.code == .notConnected {
             guard await becomesDisconnected(within: Self.linkLossGrace) else { throw error }
             throw BluetoothError(
                 .disconnected, message: "\(address) disconnected during the \(what)", cause: error,
                 errorName: error.errorName, attError: error.attError)
+        }
+    }
+
+    /// Runs `body`, a GATT request, until BlueZ answers it, or until ``linkLossGrace`` after BlueZ
+    /// announces the link down without answering, which fails it as ``BluetoothError/Code/notConnected``.
+    ///
+    /// BlueZ 5.82 never answers a request whose link drops while the request waits for the pairing
+    /// it started: a server's Insufficient Encryption or Authentication makes the ATT layer raise
+    /// the link's security and retry the request (`handle_error_rsp` in `src/shared/att.c`), and
+    /// when that pairing fails the kernel drops the link and the retry goes without a reply (seen
+    /// in the guest with a peer whose agent refuses; 5.66 answers Unlikely Error). Without this the
+    /// caller would wait for the D-Bus timeout.
+    private func answered<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        // Listen before the request starts, so the link going down during it is not missed. Only
+        // an announced change counts: BlueZ 5.66 may never have announced the link up.
+        let changes = system.tree.changes()
+        let path = self.path
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                for await change in changes where Self.endsLink(change, of: path) {
+                    try await Task.sleep(for: Self.linkLossGrace)
+                    throw BluetoothError(
+                        .notConnected, message: "BlueZ did not answer the request after the link went down")
+                }
+                return nil
+            }
+            defer { group.cancelAll() }
+            while let result = try await group.next() {
+                if let value = result { return value }
+            }
+            throw CancellationError()
+        }
+    }
+
+    /// Whether `change` announces that the device at `path` is no longer connected.
+    private static func endsLink(_ change: ObjectTreeChange, of path: DBusObjectPath) -> Bool {
+        switch change {
+        case .propertiesChanged(path, Self.device, let changed, _):
+            (try? changed.decode("Connected", as: Bool.self)) == false
+        case .interfacesRemoved(path, _), .serviceLeft:
+            true
+        default:
+            false
         }
     }
 

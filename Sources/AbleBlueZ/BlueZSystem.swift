@@ -11,6 +11,8 @@ package final class BlueZSystem: Sendable {
     let notifications = BlueZNotificationHub()
     /// The characteristics' acquired write sockets (`AcquireWrite`), by characteristic path.
     let writeSockets = AcquiredSocketTable<DBusObjectPath>()
+    /// The process's pairing agent: standing agents and those of pairings under way.
+    let agents = BlueZAgentRegistry()
 
     static let service = "org.bluez"
     private static let sharedSystem = Lock<BlueZSystem?>(nil)

@@ -76,6 +76,8 @@ struct SimulatedAdapterState {
     var advertisingSets: [(id: UInt64, advertisement: Advertisement)] = []
     /// Whether the adapter offers passive scanning (BlueZ's advertisement monitor, `-E` only).
     var supportsPassiveScanning = false
+    /// The standing agent that answers pairing on this adapter (``Adapter/setPairingAgent(_:)``).
+    var pairingAgent: PairingAgent?
 
     func publicState(discovering: Bool) -> Adapter.State {
         Adapter.State(
@@ -97,6 +99,9 @@ struct SimulatedDevice {
     var isInRange = true
     var connectFailure: (String, String)?
     var paired: Set<BluetoothAddress> = []
+    /// The centrals among ``paired`` whose keys came from pairing with man-in-the-middle
+    /// protection (numeric comparison or passkey entry).
+    var authenticated: Set<BluetoothAddress> = []
     var timing = SimulatedPeripheral.Timing()
     var servicesResolve = true
     var dropLinkOnNextRequest = false

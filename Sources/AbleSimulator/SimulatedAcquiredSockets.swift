@@ -85,6 +85,11 @@ extension SimulatedPeripheralBackend {
                 do {
                     for try await value in peripheralEnd.packets {
                         guard isConnected() else { break }
+                        // As over D-Bus: a Write Command the link is not secure enough for is dropped.
+                        guard commandAllowed(to: characteristic) else {
+                            applied.withLock { $0 += 1 }
+                            continue
+                        }
                         applying.withLock { $0 = true }
                         clock.noteActivity()
                         try? await core.write(

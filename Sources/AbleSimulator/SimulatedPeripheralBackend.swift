@@ -117,12 +117,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
 
     func pair(with agent: PairingAgent, timeout: Duration) async throws {
         guard isConnected else { throw BluetoothError(.notConnected, message: "\(address) is not connected") }
-        guard await agent.confirm(address, 123_456) else {
-            throw BluetoothError.fromBlueZ(
-                name: "org.bluez.Error.AuthenticationRejected", message: "Authentication Rejected")
-        }
-        radio.remember(address, by: central)
-        radio.state.withLock { _ = $0.devices[address]?.paired.insert(central) }
+        try await radio.pair(central: central, peripheral: address, initiator: agent)
     }
 
     func connectionStates() -> AsyncStream<Peripheral.ConnectionState> {
@@ -176,7 +171,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
 
     func read(_ characteristic: GATTCharacteristic, offset: Int) async throws -> [UInt8] {
         try check(characteristic)
-        return try await attribute {
+        return try await attribute(.read) {
             try await $0.read($1, central: Central(address: central), offset: offset, mtu: mtu)
         }(
             characteristic.id)
@@ -192,7 +187,10 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
         let mtu = self.mtu
         let central = Central(address: central)
         guard type == .reliable || offset > 0 || value.count > mtu - 3 else {
-            try await attribute {
+            // A Write Command gets no answer, so nothing raises the link's security: a server
+            // drops one that its link is not secure enough for, as BlueZ does.
+            if type == .withoutResponse, !commandAllowed(to: characteristic) { return }
+            try await attribute(.write) {
                 try await $0.write(
                     $1, value: value, offset: 0, kind: type == .withoutResponse ? .command : .request,
                     central: central, mtu: mtu)
@@ -204,7 +202,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             (offset: offset + start, value: Array(value[start..<min(start + pieceLength, value.count)]))
         }
         let kind: WriteRequest.Kind = type == .reliable ? .reliable : .request
-        try await attribute { core, id in
+        try await attribute(.write) { core, id in
             // BlueZ asks the server to authorize the first prepared piece of a write only: once
             // authorized, the rest of the queue is, until it is executed.
             if core.characteristic(id).permissions.contains(.authorizePreparedWrites), let first = pieces.first {
@@ -227,7 +225,9 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             let subscribed = radio.state.withLock { $0.subscriptions[key]?.isEmpty == false }
             return [subscribed ? 0x01 : 0x00, 0x00]
         }
-        return try await attribute { try await $0.read($1, central: Central(address: central), offset: 0, mtu: mtu) }(
+        return try await attribute(.read) {
+            try await $0.read($1, central: Central(address: central), offset: 0, mtu: mtu)
+        }(
             descriptor.id)
     }
 
@@ -237,7 +237,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             // BlueZ keeps the Client Characteristic Configuration to itself: subscribe instead.
             throw BluetoothError.fromBlueZ(name: "org.bluez.Error.NotPermitted", message: "Write not permitted")
         }
-        try await attribute {
+        try await attribute(.write) {
             try await $0.write(
                 $1, value: value, offset: 0, kind: .request, central: Central(address: central), mtu: mtu)
         }(descriptor.id)
@@ -245,6 +245,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
 
     /// Runs an ATT operation on the attribute a handle names, with the errors BlueZ would give.
     private func attribute<T: Sendable>(
+        _ access: SimulatedAccess,
         _ operation: @escaping @Sendable (GATTServerCore, AttributeID) async throws -> T
     ) -> @Sendable (RemoteAttributeID) async throws -> T {
         { [radio, central, address] remote in
@@ -268,6 +269,11 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
                 radio.disconnect(central: central, peripheral: address, reason: "the link dropped during a request")
             }
             if let injected { throw BluetoothError.asBlueZReports(injected) }
+            // The server refuses a link short of the attribute's security before any handler
+            // runs; the central pairs and tries again.
+            if let permissions = core.permissions(of: id) {
+                try await radio.secure(access, to: permissions, central: central, peripheral: address)
+            }
             let result: T
             do {
                 result = try await operation(core, id)
@@ -282,6 +288,15 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
         }
     }
 
+    /// Whether the link is secure enough for a Write Command to `characteristic`.
+    func commandAllowed(to characteristic: GATTCharacteristic) -> Bool {
+        guard let id = AttributeID(remote: characteristic.id), let core = try? core(),
+            let permissions = core.permissions(of: id)
+        else { return true }
+        return radio.linkSecurity(central: central, peripheral: address)
+            >= SimulatedLinkSecurity(requiredBy: permissions, for: .write)
+    }
+
     var mtu: Int { radio.state.withLock { $0.devices[address]?.mtu ?? 23 } }
 
     func mtu(of characteristic: GATTCharacteristic) -> Int? { mtu }
@@ -293,6 +308,10 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
         try check(characteristic)
         guard let id = AttributeID(remote: characteristic.id) else {
             throw BluetoothError(.doesNotExist, message: "no attribute \(characteristic.id)")
+        }
+        let core = try core()
+        if let permissions = core.permissions(of: id) {
+            try await radio.secure(.subscribe, to: permissions, central: central, peripheral: address)
         }
         let throughSocket =
             switch delivery.kind {

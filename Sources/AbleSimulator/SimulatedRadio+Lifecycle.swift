@@ -99,6 +99,7 @@ extension SimulatedRadio {
                 throw BluetoothError(.doesNotExist, message: "\(device) is not known to the adapter")
             }
             state.devices[device]?.paired.remove(adapter)
+            state.devices[device]?.authenticated.remove(adapter)
             return Array((state.knownDeviceListeners[adapter] ?? [:]).values)
         }
         disconnect(central: adapter, peripheral: device, reason: "the device was removed")

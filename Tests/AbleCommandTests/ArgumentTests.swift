@@ -57,6 +57,7 @@ struct ArgumentTests {
             (["serve", "--name", ""], "--name cannot be empty"),
             (["soak", "--role", "peripheral"], "--role must be central or server, not 'peripheral'"),
             (["soak", "--duration", "0"], "--duration must be a number of seconds above 0, not '0'"),
+            (["serve", "--pairing", "maybe"], "--pairing must be accept or refuse, not 'maybe'"),
             (["scan", "--adapter", ""], "--adapter: an adapter name cannot be empty"),
             (["scan", "--adapter", "hci0/../hci1"], "--adapter: 'hci0/../hci1' is not an adapter name"),
             (["info", "--adapter", "hci 0"], "--adapter: 'hci 0' is not an adapter name"),

@@ -323,4 +323,42 @@ struct SimulatedCommandTests {
         #expect(events.filter { $0.hasPrefix("sent ") && $0.hasSuffix("bytes, got them echoed") }.count == 3)
         #expect(events.suffix(2) == ["nothing left open on the radio", "done"])
     }
+
+    @Test(
+        "serve --secure answers a central's pairing with its standing agent, or refuses it with --pairing refuse",
+        arguments: [true, false])
+    func serveAnswersPairing(accepting: Bool) async throws {
+        try await radio.run {
+            async let serving = able(
+                ["serve", "--secure", "--duration", "20", "--interval", "60"]
+                    + (accepting ? [] : ["--pairing", "refuse"]),
+                on: peripheral)
+            try await central.withPairingAgent(.justWorks) {
+                let discovery = try await central.scan(ScanFilter(serviceUUIDs: [.batteryService]))
+                    .first(timeout: .seconds(10))
+                let device = central.peripheral(for: discovery)
+                try await device.connect()
+                let message = CharacteristicID(ServeCommand.messageCharacteristic, service: ServeCommand.messageService)
+                if accepting {
+                    let value = try await device.read(message)
+                    #expect(value == Array("hello".utf8))
+                } else {
+                    let error = await #expect(throws: BluetoothError.self) { try await device.read(message) }
+                    // The failed pairing drops the link, as on BlueZ.
+                    #expect(error?.code == .disconnected)
+                }
+                #expect(await device.isPaired == accepting)
+                try await device.disconnect()
+            }
+            let result = await serving
+            #expect(result.status == 0, "\(result.errors)")
+            let pairing = result.json.filter { $0.contains(#""event":"pairing""#) }
+            #expect(pairing.count == 1, "\(result.json)")
+            #expect(pairing.first?.contains(#""central":"\#(try #require(await central.state.address))""#) == true)
+            #expect(pairing.first?.contains(#""accepted":\#(accepting)"#) == true, "\(pairing)")
+            #expect(result.json.contains { $0.contains(#""event":"read""#) } == accepting, "\(result.json)")
+            #expect(peripheral.pairingAgent == nil)
+            #expect(radio.openResources.isEmpty)
+        }
+    }
 }

@@ -31,4 +31,6 @@ struct BlueZScenarioBackend: ScenarioBackend {
     func tearDown() async throws {
         await rig.forgetEachOther()
     }
+
+    var bluezVersion: (major: Int, minor: Int)? { Guest.bluezVersion.map { ($0.major, $0.minor) } }
 }

@@ -22,6 +22,13 @@ public protocol ScenarioBackend: Sendable {
     /// Runs after each scenario, whatever its outcome: the simulator checks that nothing was
     /// left open, BlueZ forgets the devices so that the next scenario starts afresh.
     func tearDown() async throws
+    /// The version of the BlueZ the backend runs, `nil` on the simulated radio (which imitates
+    /// BlueZ 5.82), for the few behaviours of `bluetoothd` that differ between versions.
+    var bluezVersion: (major: Int, minor: Int)? { get }
+}
+
+extension ScenarioBackend {
+    public var bluezVersion: (major: Int, minor: Int)? { nil }
 }
 
 extension ScenarioBackend {

@@ -1,7 +1,7 @@
 /// Answers what pairing asks of the user: confirming a number, entering a passkey.
 ///
-/// Able registers the agent with BlueZ for the duration of ``Peripheral/pair(with:timeout:)``.
-/// The default, ``justWorks``, accepts every confirmation and has no passkey to give, which is
+/// Able registers the agent with BlueZ for the duration of ``Peripheral/pair(with:timeout:)``, or
+/// as an adapter's standing agent with ``Adapter/setPairingAgent(_:)``. The default, ``justWorks``, accepts every confirmation and has no passkey to give, which is
 /// what pairing without a display or keyboard amounts to.
 public struct PairingAgent: Sendable {
     /// What the device can do for pairing, as BlueZ's agent capability names it.

@@ -16,17 +16,31 @@ struct ServeCommand: Command {
             .init(name: "name", value: "NAME", help: "the advertised local name (default able)"),
             .init(name: "interval", value: "SECONDS", help: "how often the battery level falls (default 1)"),
             .init(name: "duration", value: "SECONDS", help: "stop after this long (default: until Ctrl-C)"),
+            .init(name: "secure", help: "the message needs an encrypted link: a central pairs to use it"),
+            .init(
+                name: "pairing", value: "accept|refuse",
+                help: "answer pairing while serving (default: accept with --secure, else not at all)"),
             CommandSpec.json,
         ],
         details: """
             Services: Battery (180F: level 2A19, read and notify) and a message service
             (\(messageService): \(messageCharacteristic), read and write, initially "hello").
+            With --pairing, the adapter's standing pairing agent answers every central that pairs
+            (numeric comparison or Just Works) and prints each request; with --secure, reading or
+            writing the message makes a central pair first.
             """)
+
+    /// How the server answers pairing.
+    enum Pairing: String {
+        case accept, refuse
+    }
 
     var adapter: String?
     var name: String
     var interval: Duration
     var duration: Duration?
+    var secure: Bool
+    var pairing: Pairing?
 
     init(_ arguments: ParsedArguments) throws(UsageError) {
         adapter = try arguments.adapterName()
@@ -35,12 +49,51 @@ struct ServeCommand: Command {
         guard name.utf8.count <= 20 else { throw UsageError("--name must fit an advertisement: 20 bytes at most") }
         interval = try arguments.seconds("interval", default: .seconds(1))
         duration = arguments.string("duration") == nil ? nil : try arguments.seconds("duration", default: .zero)
+        secure = arguments.flag("secure")
+        if let answer = arguments.string("pairing") {
+            guard let pairing = Pairing(rawValue: answer) else {
+                throw UsageError("--pairing must be accept or refuse, not '\(answer)'")
+            }
+            self.pairing = pairing
+        } else {
+            pairing = secure ? .accept : nil
+        }
     }
 
     func run(in context: CommandContext) async throws {
-        let console = context.console
         let adapter = try await context.adapter(self.adapter)
-        let server = try await GATTServer.start(on: adapter, definition: Self.definition(console: console))
+        guard let pairing else { return try await serve(on: adapter, console: context.console) }
+        try await adapter.withPairingAgent(Self.agent(pairing, console: context.console)) {
+            try await serve(on: adapter, console: context.console)
+        }
+    }
+
+    /// An agent that answers every request as `pairing` says and prints it.
+    static func agent(_ pairing: Pairing, console: Console) -> PairingAgent {
+        let accept = pairing == .accept
+        return PairingAgent(
+            capability: .displayYesNo,
+            confirm: { device, passkey in
+                console.result(
+                    "pairing with \(device)\(passkey == 0 ? "" : " (\(passkey))"): \(accept ? "accepted" : "refused")",
+                    json: .object([
+                        ("event", "pairing"), ("central", .string("\(device)")), ("passkey", .int(Int(passkey))),
+                        ("accepted", .bool(accept)),
+                    ]))
+                return accept
+            },
+            display: { device, passkey in
+                console.result(
+                    "passkey for \(device): \(passkey)",
+                    json: .object([
+                        ("event", "passkey"), ("central", .string("\(device)")), ("passkey", .int(Int(passkey))),
+                    ]))
+            })
+    }
+
+    private func serve(on adapter: Adapter, console: Console) async throws {
+        let server = try await GATTServer.start(
+            on: adapter, definition: Self.definition(console: console, secure: secure))
         let advertising: AdvertisingSet
         do {
             advertising = try await adapter.startAdvertising(
@@ -70,13 +123,15 @@ struct ServeCommand: Command {
         console.result("stopped", json: .object([("event", "stopped")]))
     }
 
-    static func definition(console: Console) -> GATTServerDefinition {
+    static func definition(console: Console, secure: Bool = false) -> GATTServerDefinition {
         GATTServerDefinition {
             Service(.batteryService) {
                 Characteristic(.batteryLevel, properties: [.read, .notify], value: [100])
             }
             Service(messageService) {
-                Characteristic(messageCharacteristic, properties: [.read, .write], value: Array("hello".utf8))
+                Characteristic(
+                    messageCharacteristic, properties: [.read, .write],
+                    permissions: secure ? [.readEncrypted, .writeEncrypted] : nil, value: Array("hello".utf8))
             }
             AutoManageDevices()
             OnAnyRead { request in
