@@ -43,7 +43,7 @@ public actor Peripheral {
         }
     }
 
-    let backend: any PeripheralBackend
+    package let backend: any PeripheralBackend
     private let queue = FIFOLock()
 
     /// The peripheral's address.
