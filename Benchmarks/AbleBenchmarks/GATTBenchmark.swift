@@ -250,7 +250,20 @@ func runGATTCentral(
         printAndFlush(
             "# gatt: connected to \(discovery.address) from \(name); ATT MTU \(mtu), so the largest write "
                 + "without response is \(largest) bytes")
-        for (size, n) in [(20, count), (largest, largeCount)] where n > 0 {
+        // The server's BlueZ 5.66 drops a Write Command of 511 or 512 bytes: its
+        // shared/gatt-server.c write_cb counts the 2-byte handle into the value's length
+        // (check_length(length, 0)). 5.82 takes 512.
+        var large = largest
+        let version = ProcessInfo.processInfo.environment["ABLE_BLUEZ_VERSION"].map {
+            $0.split(separator: ".").compactMap { Int($0) }
+        }
+        if let version, version.count >= 2, version[0] == 5, version[1] <= 66, largest > 510 {
+            large = 510
+            printAndFlush(
+                "# gatt: BlueZ \(version[0]).\(version[1]) as the server drops Write Commands of 511 or 512 bytes "
+                    + "(shared/gatt-server.c check_length counts the handle): the large writes are 510 bytes")
+        }
+        for (size, n) in [(20, count), (large, largeCount)] where n > 0 {
             try await measureWrites(peripheral, sink: sink, size: size, count: n, reference: reference, adapter: name)
         }
         if notifications > 0 {
