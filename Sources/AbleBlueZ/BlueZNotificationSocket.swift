@@ -7,8 +7,8 @@ import AbleStreams
 #endif
 
 /// A characteristic's notification socket (`GattCharacteristic1.AcquireNotify`), read on the
-/// D-Bus connection's event loop: each readiness event receives one message (one notification,
-/// as `bluetoothd` writes them) and hands it to `onValue` on the loop's thread, as the bus path
+/// D-Bus connection's event loop: each readiness event receives the messages there (one per
+/// notification, as `bluetoothd` writes them) and hands them to `onValue` on the loop's thread, as the bus path
 /// hands a `PropertiesChanged` over. No dispatch source and no task sit between the socket and
 /// the streams, so a notification costs one wake-up of the loop and one of the consumer; the
 /// streams' own buffers (``NotificationStream``'s policy) are the only buffering.
@@ -29,6 +29,9 @@ final class BlueZNotificationSocket: Sendable {
     /// most) less its 3-byte header; a longer message would be cut, so the buffer is far larger.
     private static let bufferSize = 2048
 
+    /// The most messages taken in one readiness event; the loop comes back for the rest.
+    private static let batch = 64
+
     /// Watches `descriptor` on `executor`'s loop; the socket owns the descriptor from now on.
     init(
         descriptor: CInt, executor: DBusExecutor, onValue: @escaping @Sendable ([UInt8]) -> Void,
@@ -37,14 +40,20 @@ final class BlueZNotificationSocket: Sendable {
         let state = Lock(State(descriptor: descriptor))
         self.state = state
         let stop = executor.watchReadable(descriptor) {
-            // On the loop's thread; the lock keeps `release()` from closing the descriptor under
-            // the receive (it holds it for one nonblocking recv).
+            // On the loop's thread. Takes what is there, up to a batch, so that a burst is read
+            // with one wake-up of the loop (bluetoothd drops a notification it cannot write, so the
+            // socket must not fill); the lock keeps `release()` from closing the descriptor under
+            // the receives, which never wait.
             var ended = false
-            let value: [UInt8]? = state.withLock { state in
-                guard let descriptor = state.descriptor else { return nil }
-                return Self.receive(from: descriptor, ended: &ended)
+            let values: [[UInt8]] = state.withLock { state in
+                guard let descriptor = state.descriptor else { return [] }
+                var values: [[UInt8]] = []
+                while values.count < Self.batch, let value = Self.receive(from: descriptor, ended: &ended) {
+                    values.append(value)
+                }
+                return values
             }
-            if let value { onValue(value) }
+            for value in values { onValue(value) }
             if ended, Self.end(state) { onEnd() }
         }
         let released = state.withLock { state in
