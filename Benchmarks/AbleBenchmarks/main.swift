@@ -3,6 +3,8 @@
 // is `signal-receiver.c … notify`, `server-readvalue` is `gatt-server.c`; `l2cap` does through
 // Able's L2CAPChannel what `l2cap-socketpair.c` does with plain sockets), and prints the same
 // `result` line. `sim-cycle` has no C counterpart: it times the simulated radio alone.
+// `gatt-server` and `gatt-central` run in the QEMU guest against real bluetoothd (`Scripts/bench
+// gatt`): the central prints its own figure lines, against `gatt-reference.c`.
 //
 // To add a command, add an entry to `commands`: its name, its arguments after the name, and what
 // it runs. Arguments are read with `integer(_:)` and `placement(_:)`.
@@ -13,7 +15,8 @@
 struct Command {
     var name: String
     var arguments: [String]
-    var run: ([String]) async throws -> Measurement
+    /// Runs the command; `nil` when it printed its own figures (or serves until killed).
+    var run: ([String]) async throws -> Measurement?
 }
 
 let commands: [Command] = [
@@ -49,6 +52,14 @@ let commands: [Command] = [
     Command(name: "sim-cycle", arguments: ["N", "WARMUP"]) { a in
         try await runSimulatorCycles(count: integer(a[0]), warmup: integer(a[1]))
     },
+    Command(name: "gatt-server", arguments: ["ADAPTER"]) { a in
+        try await runGATTServer(adapter: a[0])
+    },
+    Command(name: "gatt-central", arguments: ["ADAPTER", "N", "LARGE_N", "NOTIFICATIONS", "C_REFERENCE"]) { a in
+        try await runGATTCentral(
+            adapter: a[0], count: integer(a[1]), largeCount: integer(a[2]), notifications: integer(a[3]),
+            reference: a[4])
+    },
 ]
 
 let usage =
@@ -80,7 +91,7 @@ else {
     exit(2)
 }
 do {
-    try await command.run(Array(arguments.dropFirst())).report()
+    try await command.run(Array(arguments.dropFirst()))?.report()
 } catch {
     var standardError = StandardError()
     print("AbleBenchmarks: \(error)", to: &standardError)

@@ -77,6 +77,49 @@ extension RealBlueZ {
             }
         }
 
+        /// BlueZ's MTU of 517 would allow 514 bytes, but an attribute value holds at most 512:
+        /// `bluetoothd` reads the write socket into a 512-byte buffer (a longer message arrives
+        /// cut short) and the server's BlueZ drops a longer Write Command. Able says 512, and
+        /// the longest value the server's BlueZ takes arrives whole.
+        @Test func theLongestWriteWithoutResponseIsAnAttributeValueAndArrivesWhole() async throws {
+            let service = BluetoothUUID.random()
+            let sink = CharacteristicID(.random(), service: service)
+            let received = Recorder<[UInt8]>()
+            let definition = GATTServerDefinition {
+                Service(service) { Characteristic(sink.uuid, properties: [.write, .writeWithoutResponse]) }
+                OnWrite([sink.uuid]) { request in
+                    received.append(request.value)
+                    return .accept
+                }
+            }
+            try await withRig { rig in
+                try await rig.withConnectedServer(definition, advertising: [service]) { _, peripheral in
+                    try await peripheral.write([0], to: sink, type: .withoutResponse)
+                    let characteristic = try await peripheral.characteristic(sink)
+                    let mtu = try #require(try await peripheral.mtu(of: sink))
+                    let limit = await peripheral.maximumWriteLength(for: characteristic, type: .withoutResponse)
+                    #expect(limit == min(mtu - 3, 512))
+                    let tooLong = await #expect(throws: BluetoothError.self) {
+                        try await peripheral.write(
+                            Array(repeating: 7, count: limit + 1), to: sink, type: .withoutResponse)
+                    }
+                    #expect(tooLong?.code == .valueTooLong)
+                    // The server here is BlueZ too. 5.66's shared/gatt-server.c write_cb checks the
+                    // value's length with the 2-byte handle counted (check_length(length, 0)), so it
+                    // drops a Write Command of 511 or 512 bytes without a word; 5.82 takes 512.
+                    let serverTakes = Guest.bluezVersion.map { $0 <= .init(5, 66) } == true ? 510 : 512
+                    let longest = (0..<min(limit, serverTakes)).map { UInt8(truncatingIfNeeded: $0) }
+                    try await peripheral.write(longest, to: sink, type: .withoutResponse)
+                    try await eventually("the longest write to arrive", timeout: .seconds(30)) {
+                        received.all.count >= 2
+                    }
+                    #expect(
+                        received.all.last == longest,
+                        "\(received.all.last?.count ?? 0) bytes arrived of \(longest.count)")
+                }
+            }
+        }
+
         @Test(arguments: [5, 1000])
         func exactlyNNotificationsThroughAcquireNotify(count: Int) async throws {
             let service = BluetoothUUID.random()

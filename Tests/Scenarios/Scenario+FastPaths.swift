@@ -36,11 +36,28 @@ extension Scenario {
             #expect(tooLong?.code == .valueTooLong)
             #expect(tooLong?.message.contains("MTU") == true)
 
+            // However large the MTU (517 with BlueZ), no longer than an attribute value may be: BlueZ
+            // cuts a longer socket message to 512 bytes and drops a longer Write Command.
+            let characteristic = try await peripheral.characteristic(sink)
+            let limit = await peripheral.maximumWriteLength(for: characteristic, type: .withoutResponse)
+            let mtu = try await peripheral.mtu(of: sink) ?? 23
+            #expect(limit == min(mtu - 3, 512))
+            let overLimit = await #expect(throws: BluetoothError.self) {
+                try await peripheral.write(Array(repeating: 2, count: limit + 1), to: sink, type: .withoutResponse)
+            }
+            #expect(overLimit?.code == .valueTooLong)
+            let longest = [UInt8(0xFE)] + Array(repeating: 3, count: limit - 1)
+            try await peripheral.write(longest, to: sink, type: .withoutResponse)
+            try await backend.eventually("the server to receive the longest write") {
+                received.all.count >= count + 1
+            }
+            #expect(received.all.last == longest, "the longest write without response arrived altered")
+
             // A write with response releases the socket (BlueZ refuses it while the socket is
             // held); the next write without response acquires it again.
             try await peripheral.write([0xAB], to: sink)
             try await peripheral.write([0xCD], to: sink, type: .withoutResponse)
-            try await backend.eventually("the server to receive both writes") { received.all.count >= count + 2 }
+            try await backend.eventually("the server to receive both writes") { received.all.count >= count + 3 }
             #expect(received.all.suffix(2) == [[0xAB], [0xCD]])
 
             // A socket that the link took down is acquired again after reconnecting.
@@ -48,7 +65,7 @@ extension Scenario {
             try await peripheral.connect(timeout: backend.connectTimeout)
             try await peripheral.write([0xEF], to: sink, type: .withoutResponse)
             try await backend.eventually("the server to receive the write after reconnecting") {
-                received.all.count >= count + 3
+                received.all.count >= count + 4
             }
             #expect(received.all.last == [0xEF])
         }

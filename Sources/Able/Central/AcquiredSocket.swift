@@ -24,8 +24,14 @@ package final class AcquiredSocket: Sendable {
     private let ended = Lock(false)
     private let sent = Lock(0)
 
-    /// The longest value one message may carry: the ATT MTU less the 3-byte ATT header.
-    package var maximumValueLength: Int { max(attMTU - 3, 1) }
+    /// The longest value one message may carry: the ATT MTU less the 3-byte ATT header, and no
+    /// more than an attribute value's 512 bytes (Core 5.3 Vol 3 Part F 3.2.9), whatever the MTU.
+    /// BlueZ reads the socket into a 512-byte buffer (`src/gatt-client.c` `sock_read`, 5.66 and
+    /// 5.82 alike), so a longer message would reach the peripheral cut short, without an error.
+    package var maximumValueLength: Int { max(min(attMTU - 3, Self.maximumAttributeValueLength), 1) }
+
+    /// The longest value an attribute may hold (Core 5.3 Vol 3 Part F 3.2.9).
+    package static let maximumAttributeValueLength = 512
 
     /// Whether neither side has closed the socket yet.
     package var isOpen: Bool { !ended.withLock { $0 } }
@@ -46,7 +52,7 @@ package final class AcquiredSocket: Sendable {
         do {
             // A value is at most 512 bytes; the receive buffer takes any message a peer sends.
             channel = try L2CAPChannel.wrapping(
-                socket: socket, sendMTU: max(attMTU - 3, 1), receiveMTU: 2048)
+                socket: socket, sendMTU: max(min(attMTU - 3, Self.maximumAttributeValueLength), 1), receiveMTU: 2048)
         } catch {
             _ = SocketOperations.system.close(socket)
             throw error

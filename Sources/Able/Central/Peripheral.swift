@@ -43,7 +43,7 @@ public actor Peripheral {
         }
     }
 
-    let backend: any PeripheralBackend
+    package let backend: any PeripheralBackend
     private let queue = FIFOLock()
     /// The characteristics (service and characteristic UUID) looked up so far, to tell one a
     /// service change removed from one the peripheral never had.
@@ -374,12 +374,15 @@ public actor Peripheral {
     }
 
     /// The longest value a write of this type can carry: 512 bytes (the attribute limit) with a
-    /// response or reliably, the MTU less the 3-byte ATT header without one (20 bytes while the
-    /// MTU is unknown; an acquired write socket's own MTU once there is one).
+    /// response or reliably; without one, the MTU less the 3-byte ATT header (20 bytes while the
+    /// MTU is unknown; an acquired write socket's own MTU once there is one), and at most 512
+    /// bytes too, however large the MTU (BlueZ drops a longer Write Command, or cuts it short
+    /// when it comes through the socket).
     public func maximumWriteLength(for characteristic: GATTCharacteristic, type: WriteType = .withResponse) -> Int {
         switch type {
-        case .withResponse, .reliable: 512
-        case .withoutResponse: (backend.mtu(of: characteristic) ?? 23) - 3
+        case .withResponse, .reliable: AcquiredSocket.maximumAttributeValueLength
+        case .withoutResponse:
+            min((backend.mtu(of: characteristic) ?? 23) - 3, AcquiredSocket.maximumAttributeValueLength)
         }
     }
 

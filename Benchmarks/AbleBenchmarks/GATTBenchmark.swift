@@ -1,0 +1,444 @@
+import Able
+import AbleStreams
+import Foundation
+
+// `Scripts/bench gatt`: GATT data through real bluetoothd in the QEMU guest. `gatt-server` is Able's
+// server on one adapter (hci1); `gatt-central` is Able's central on another (hci0), which measures
+// each path in turn and runs `Benchmarks/C/gatt-reference.c` for the C figures, on the same
+// connection. The server counts what arrives and answers for it through a control characteristic.
+
+/// The benchmark server's database.
+enum GATTBenchShape {
+    static let service: BluetoothUUID = "ab1e0101-5a3c-4c8e-9d1f-7b2e4c6a8d00"
+    /// Takes writes with and without response, each value starting with its index.
+    static let sink: BluetoothUUID = "ab1e0102-5a3c-4c8e-9d1f-7b2e4c6a8d00"
+    /// Notifies the values the control characteristic asks for.
+    static let stream: BluetoothUUID = "ab1e0103-5a3c-4c8e-9d1f-7b2e4c6a8d00"
+    /// Written: `[0, size (2 bytes LE)]` forgets what the sink received and expects values of `size`
+    /// bytes from then on; `[1, count (4 bytes LE), size (2 bytes LE)]`
+    /// makes the server notify `count` values of `size` bytes on `stream`. Read: `ServerStats`.
+    static let control: BluetoothUUID = "ab1e0104-5a3c-4c8e-9d1f-7b2e4c6a8d00"
+    /// The index of a value that only makes the central acquire its socket; the server ignores it.
+    static let warmUpIndex = 0xFFFF_FFFF
+
+    static let sinkID = CharacteristicID(sink, service: service)
+    static let streamID = CharacteristicID(stream, service: service)
+    static let controlID = CharacteristicID(control, service: service)
+
+    /// A value of `size` bytes carrying `index` in its first 4 bytes (little-endian), then 0xA5.
+    static func value(index: Int, size: Int) -> [UInt8] {
+        (0..<size).map { byte in byte < 4 ? UInt8(truncatingIfNeeded: index >> (8 * byte)) : 0xA5 }
+    }
+
+    static func index(of value: [UInt8]) -> Int? {
+        guard value.count >= 4 else { return nil }
+        return value.prefix(4).enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
+    }
+}
+
+/// What the server's sink received since the last reset, and the server's notifying.
+struct ServerStats {
+    /// Values received, duplicates included.
+    var received = 0
+    /// Distinct indexes received.
+    var distinct = 0
+    /// Values whose index was lower than one received before them.
+    var outOfOrder = 0
+    /// Values not as sent: of another length than expected, or with other bytes after the index.
+    var altered = 0
+    /// `CLOCK_MONOTONIC` seconds of the first and the last value received (the guest's clock,
+    /// which the central and the C reference share).
+    var first = 0.0
+    var last = 0.0
+    /// Whether the server is still sending the notifications it was asked for.
+    var notifying = false
+
+    var bytes: [UInt8] {
+        func le(_ value: UInt64, _ count: Int) -> [UInt8] {
+            (0..<count).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+        }
+        return le(UInt64(received), 4) + le(UInt64(distinct), 4) + le(UInt64(outOfOrder), 4)
+            + le(UInt64(altered), 4) + le(first.bitPattern, 8) + le(last.bitPattern, 8) + [notifying ? 1 : 0]
+    }
+
+    init() {}
+
+    init(_ bytes: [UInt8]) throws {
+        guard bytes.count == 33 else { throw BenchmarkFailure("the server's stats are \(bytes.count) bytes, not 33") }
+        func le(_ offset: Int, _ count: Int) -> UInt64 {
+            (0..<count).reduce(0) { $0 | UInt64(bytes[offset + $1]) << (8 * $1) }
+        }
+        received = Int(le(0, 4))
+        distinct = Int(le(4, 4))
+        outOfOrder = Int(le(8, 4))
+        altered = Int(le(12, 4))
+        first = Double(bitPattern: le(16, 8))
+        last = Double(bitPattern: le(24, 8))
+        notifying = bytes[32] != 0
+    }
+}
+
+/// The server's record of the sink's values.
+private struct Arrivals {
+    var stats = ServerStats()
+    var seen = Set<Int>()
+    var highest = -1
+    var size = 0
+
+    mutating func note(_ value: [UInt8]) {
+        guard let index = GATTBenchShape.index(of: value), index != GATTBenchShape.warmUpIndex else { return }
+        if value != GATTBenchShape.value(index: index, size: size) { stats.altered += 1 }
+        let now = monotonicSeconds()
+        if stats.received == 0 { stats.first = now }
+        stats.last = now
+        stats.received += 1
+        if seen.insert(index).inserted { stats.distinct += 1 }
+        if index < highest { stats.outOfOrder += 1 }
+        highest = max(highest, index)
+    }
+}
+
+/// `gatt-server ADAPTER`: serves `GATTBenchShape` on the adapter and advertises its service until
+/// the process is killed. Prints READY once advertising.
+func runGATTServer(adapter name: String) async throws -> Measurement? {
+    let arrivals = Lock(Arrivals())
+    let notifying = Lock(false)
+    let serverBox = Lock<GATTServer?>(nil)
+    let definition = GATTServerDefinition {
+        Service(GATTBenchShape.service) {
+            Characteristic(GATTBenchShape.sink, properties: [.write, .writeWithoutResponse])
+            Characteristic(GATTBenchShape.stream, properties: [.notify])
+            Characteristic(GATTBenchShape.control, properties: [.read, .write])
+        }
+        OnWrite([GATTBenchShape.sink]) { request in
+            arrivals.withLock { $0.note(request.value) }
+            return .accept
+        }
+        OnRead([GATTBenchShape.control]) { _ in
+            var stats = arrivals.withLock { $0.stats }
+            stats.notifying = notifying.withLock { $0 }
+            return stats.bytes
+        }
+        OnWrite([GATTBenchShape.control]) { request in
+            let value = request.value
+            switch value.first {
+            case 0 where value.count == 3:
+                arrivals.withLock { $0 = Arrivals(size: Int(value[1]) | Int(value[2]) << 8) }
+            case 1 where value.count == 7:
+                let count = Int(value[1]) | Int(value[2]) << 8 | Int(value[3]) << 16 | Int(value[4]) << 24
+                let size = Int(value[5]) | Int(value[6]) << 8
+                guard let server = serverBox.withLock({ $0 }), size >= 4 else { throw ATTError.valueNotAllowed }
+                notifying.withLock { $0 = true }
+                Task {
+                    defer { notifying.withLock { $0 = false } }
+                    for index in 0..<count {
+                        do {
+                            try await server.notify(
+                                GATTBenchShape.stream, value: GATTBenchShape.value(index: index, size: size))
+                        } catch {
+                            printAndFlush("notify \(index) of \(count) failed: \(error)")
+                            return
+                        }
+                    }
+                }
+            default:
+                throw ATTError.valueNotAllowed
+            }
+            return .accept
+        }
+    }
+    let adapter = try await Adapter.named(name)
+    let server = try await GATTServer.start(on: adapter, definition: definition)
+    serverBox.withLock { $0 = server }
+    let advertising = try await adapter.startAdvertising(
+        Advertisement(localName: "able-bench", serviceUUIDs: [GATTBenchShape.service]))
+    printAndFlush("READY")
+    while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
+    await advertising.stop()
+    await server.close()
+    return nil
+}
+
+/// One path's figures.
+private struct PathResult {
+    var rate: Double
+    /// Microseconds of the measured process's CPU per value.
+    var cpu: Double
+    var received: Int
+    var distinct: Int
+    var outOfOrder: Int
+    var altered = 0
+
+    func describe(_ count: Int, unit: String) -> String {
+        "\(fixed(rate, 1)) \(unit)s/s, \(fixed(cpu, 1)) us/\(unit); \(received) of \(count) arrived "
+            + "(\(distinct) distinct), \(outOfOrder) out of order, \(altered) altered"
+    }
+}
+
+/// What a C reference run printed.
+private struct ReferenceOutput {
+    var start: Double
+    var wall: Double
+    var cpu: Double
+    var lost: Int
+    var reordered: Int
+    var mtu: Int
+
+    init(_ output: String, count: Int) throws {
+        var fields: [String: String] = [:]
+        for line in output.split(separator: "\n") {
+            for pair in line.split(separator: " ") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
+            }
+        }
+        func number(_ key: String) throws -> Double {
+            guard let value = fields[key].flatMap(Double.init) else {
+                throw BenchmarkFailure("the C reference printed no \(key): \(output)")
+            }
+            return value
+        }
+        start = try number("start")
+        wall = try number("wall")
+        cpu = (try number("user") + number("sys")) * 1e6 / Double(count)
+        lost = Int(try number("lost"))
+        reordered = Int(try number("reordered"))
+        mtu = Int(try number("mtu"))
+    }
+}
+
+/// Runs a C reference program to its end and returns what it printed.
+private func runReference(_ path: String, _ arguments: [String]) async throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let text = String(decoding: data, as: UTF8.self)
+    guard process.terminationStatus == 0 else {
+        throw BenchmarkFailure("\(path) \(arguments.joined(separator: " ")) failed: \(text)")
+    }
+    return text
+}
+
+/// `gatt-central ADAPTER COUNT LARGE_COUNT NOTIFICATIONS REFERENCE`: finds the benchmark server,
+/// connects, and measures, one run each: writes without response of 20 bytes (COUNT) and of the
+/// largest size the write socket's MTU allows (LARGE_COUNT) through Able's `AcquireWrite` socket,
+/// Able's D-Bus `WriteValue` and the C reference; then NOTIFICATIONS notifications of 20 bytes
+/// through Able's `AcquireNotify` socket, Able's `PropertiesChanged` and the C reference. Prints
+/// SCANNING once scanning (the server must start advertising after that: the emulated controllers
+/// report an advertisement once per scan), then the figures.
+func runGATTCentral(
+    adapter name: String, count: Int, largeCount: Int, notifications: Int, reference: String
+) async throws -> Measurement? {
+    let adapter = try await Adapter.named(name)
+    let scan = try await adapter.scan(ScanFilter(serviceUUIDs: [GATTBenchShape.service]))
+    printAndFlush("SCANNING")
+    let discovery = try await scan.first(timeout: .seconds(60))
+    try await adapter.withConnection(to: discovery, timeout: .seconds(30)) { peripheral in
+        let sink = try await peripheral.characteristic(GATTBenchShape.sinkID)
+        // Acquire the write socket, which tells its MTU, and learn the link's pace.
+        try await peripheral.write(
+            GATTBenchShape.value(index: GATTBenchShape.warmUpIndex, size: 20), to: GATTBenchShape.sinkID,
+            type: .withoutResponse)
+        let largest = await peripheral.maximumWriteLength(for: sink, type: .withoutResponse)
+        let mtu = try await peripheral.mtu(of: GATTBenchShape.sinkID).map(String.init) ?? "unknown"
+        printAndFlush(
+            "# gatt: connected to \(discovery.address) from \(name); ATT MTU \(mtu), so the largest write "
+                + "without response is \(largest) bytes")
+        // The server's BlueZ 5.66 drops a Write Command of 511 or 512 bytes: its
+        // shared/gatt-server.c write_cb counts the 2-byte handle into the value's length
+        // (check_length(length, 0)). 5.82 takes 512.
+        var large = largest
+        let version = ProcessInfo.processInfo.environment["ABLE_BLUEZ_VERSION"].map {
+            $0.split(separator: ".").compactMap { Int($0) }
+        }
+        if let version, version.count >= 2, version[0] == 5, version[1] <= 66, largest > 510 {
+            large = 510
+            printAndFlush(
+                "# gatt: BlueZ \(version[0]).\(version[1]) as the server drops Write Commands of 511 or 512 bytes "
+                    + "(shared/gatt-server.c check_length counts the handle): the large writes are 510 bytes")
+        }
+        for (size, n) in [(20, count), (large, largeCount)] where n > 0 {
+            try await measureWrites(peripheral, sink: sink, size: size, count: n, reference: reference, adapter: name)
+        }
+        if notifications > 0 {
+            try await measureNotifications(peripheral, count: notifications, reference: reference, adapter: name)
+        }
+    }
+    return nil
+}
+
+private func reset(_ peripheral: Peripheral, size: Int) async throws {
+    try await peripheral.write([0, UInt8(size & 0xFF), UInt8(size >> 8)], to: GATTBenchShape.controlID)
+}
+
+private func stats(_ peripheral: Peripheral) async throws -> ServerStats {
+    try ServerStats(try await peripheral.read(GATTBenchShape.controlID))
+}
+
+/// Reads the server's stats until `count` distinct values arrived, or none arrived for 20 s.
+private func waitForArrivals(_ peripheral: Peripheral, count: Int) async throws -> ServerStats {
+    var last = try await stats(peripheral)
+    var idleSince = monotonicSeconds()
+    while last.distinct < count {
+        try await Task.sleep(for: .milliseconds(250))
+        let now = try await stats(peripheral)
+        if now.received != last.received { idleSince = monotonicSeconds() }
+        last = now
+        if monotonicSeconds() - idleSince > 20 { break }
+    }
+    return last
+}
+
+private func pathResult(count: Int, start: Mark, sent: Mark, arrived: ServerStats) -> PathResult {
+    PathResult(
+        rate: Double(arrived.distinct) / (arrived.last - start.wall),
+        cpu: (sent.user + sent.system - start.user - start.system) * 1e6 / Double(count),
+        received: arrived.received, distinct: arrived.distinct, outOfOrder: arrived.outOfOrder,
+        altered: arrived.altered)
+}
+
+private func measureWrites(
+    _ peripheral: Peripheral, sink: GATTCharacteristic, size: Int, count: Int, reference: String, adapter: String
+) async throws {
+    let figure = "gatt-write-command-\(size)"
+    let packets = (0..<count).map { GATTBenchShape.value(index: $0, size: size) }
+    printAndFlush(
+        "# \(figure): \(count) writes without response of \(size) bytes to Able's server, each numbered; the rate "
+            + "is what the server received over the time from the first write to the last arrival (the guest's clock); "
+            + "the cpu is the writing process's until its last write returned")
+
+    // Able, AcquireWrite socket (acquired before, by a value the server ignores).
+    try await peripheral.write(
+        GATTBenchShape.value(index: GATTBenchShape.warmUpIndex, size: size), to: GATTBenchShape.sinkID,
+        type: .withoutResponse)
+    try await reset(peripheral, size: size)
+    var start = Mark.now()
+    try await peripheral.writeWithoutResponse(packets, to: GATTBenchShape.sinkID)
+    var sent = Mark.now()
+    let socket = pathResult(
+        count: count, start: start, sent: sent, arrived: try await waitForArrivals(peripheral, count: count))
+    printAndFlush("# \(figure) able (AcquireWrite socket): \(socket.describe(count, unit: "write"))")
+
+    // Able, D-Bus WriteValue (type command): what Able does where BlueZ refuses the socket.
+    await peripheral.backend.releaseWriteSocket(for: sink)
+    try await reset(peripheral, size: size)
+    start = Mark.now()
+    for packet in packets {
+        try await peripheral.backend.write(packet, to: sink, type: .withoutResponse, offset: 0)
+    }
+    sent = Mark.now()
+    let bus = pathResult(
+        count: count, start: start, sent: sent, arrived: try await waitForArrivals(peripheral, count: count))
+    printAndFlush("# \(figure) able (D-Bus WriteValue): \(bus.describe(count, unit: "write"))")
+
+    // C: AcquireWrite through libdbus, blocking write(2).
+    try await reset(peripheral, size: size)
+    let output = try ReferenceOutput(
+        try await runReference(reference, ["write", adapter, GATTBenchShape.sink.uuidString, "\(count)", "\(size)"]),
+        count: count)
+    let arrived = try await waitForArrivals(peripheral, count: count)
+    let c = PathResult(
+        rate: Double(arrived.distinct) / (arrived.last - output.start), cpu: output.cpu, received: arrived.received,
+        distinct: arrived.distinct, outOfOrder: arrived.outOfOrder, altered: arrived.altered)
+    printAndFlush("# \(figure) reference (C, AcquireWrite through libdbus): \(c.describe(count, unit: "write"))")
+
+    let complete = [socket, bus, c].allSatisfy { $0.distinct == count && $0.received == count && $0.altered == 0 }
+    printAndFlush(
+        "# \(figure): "
+            + (complete
+                ? "every path delivered all \(count) values unaltered, none twice"
+                : "VALUES LOST, ALTERED OR DUPLICATED (see above)")
+            + "; out of order: socket \(socket.outOfOrder), D-Bus \(bus.outOfOrder), C \(c.outOfOrder)")
+    printAndFlush(
+        "# \(figure) socket against D-Bus: rate ratio \(fixed(socket.rate / bus.rate, 2)) (goal 3), "
+            + "cpu ratio \(fixed(bus.cpu / socket.cpu, 2))")
+    printFigure(figure, able: socket, reference: c)
+}
+
+private func measureNotifications(_ peripheral: Peripheral, count: Int, reference: String, adapter: String) async throws
+{
+    let figure = "gatt-notify-socket"
+    let size = 20
+    printAndFlush(
+        "# \(figure): \(count) notifications of \(size) bytes from Able's server, each numbered, taken in a "
+            + "for-try-await loop from the moment the central asks the server for them (a write to its control "
+            + "characteristic) to the last; the cpu is the central process's")
+    var results: [PathResult] = []
+    for delivery in [NotificationDelivery.socket, .propertiesChanged] {
+        while try await stats(peripheral).notifying { try await Task.sleep(for: .milliseconds(250)) }
+        let stream = try await peripheral.notifications(of: GATTBenchShape.streamID, delivery: delivery)
+        let start = Mark.now()
+        let receiving = Task.detached { () async throws -> (Int, Set<Int>, Int) in
+            var received = 0
+            var seen = Set<Int>()
+            var highest = -1
+            var outOfOrder = 0
+            for try await value in stream {
+                guard let index = GATTBenchShape.index(of: value), value.count == size else {
+                    throw BenchmarkFailure("a notification of \(value.count) bytes, not \(size)")
+                }
+                received += 1
+                seen.insert(index)
+                if index < highest { outOfOrder += 1 }
+                highest = max(highest, index)
+                if received == count { break }
+            }
+            return (received, seen, outOfOrder)
+        }
+        try await peripheral.write(
+            [1] + (0..<4).map { UInt8(truncatingIfNeeded: count >> (8 * $0)) } + [UInt8(size), 0],
+            to: GATTBenchShape.controlID)
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(Double(count) / 2 + 60))
+            receiving.cancel()
+        }
+        let (received, seen, outOfOrder) = try await receiving.value
+        let end = Mark.now()
+        watchdog.cancel()
+        let result = PathResult(
+            rate: Double(received) / (end.wall - start.wall),
+            cpu: (end.user + end.system - start.user - start.system) * 1e6 / Double(count), received: received,
+            distinct: seen.count, outOfOrder: outOfOrder)
+        let label = delivery == .socket ? "AcquireNotify socket" : "D-Bus PropertiesChanged"
+        printAndFlush("# \(figure) able (\(label)): \(result.describe(count, unit: "notification"))")
+        results.append(result)
+    }
+    while try await stats(peripheral).notifying { try await Task.sleep(for: .milliseconds(250)) }
+    let output = try ReferenceOutput(
+        try await runReference(
+            reference,
+            [
+                "notify", adapter, GATTBenchShape.stream.uuidString, GATTBenchShape.control.uuidString, "\(count)",
+                "\(size)",
+            ]),
+        count: count)
+    let c = PathResult(
+        rate: Double(count) / output.wall, cpu: output.cpu, received: count, distinct: count - output.lost,
+        outOfOrder: output.reordered)
+    printAndFlush(
+        "# \(figure) reference (C, AcquireNotify through libdbus): \(c.describe(count, unit: "notification"))")
+    let (socket, bus) = (results[0], results[1])
+    printAndFlush(
+        "# \(figure) socket against D-Bus: cpu ratio \(fixed(bus.cpu / socket.cpu, 2)) (goal 3), "
+            + "rate ratio \(fixed(socket.rate / bus.rate, 2))")
+    printFigure(figure, able: socket, reference: c)
+}
+
+private func printFigure(_ figure: String, able: PathResult, reference: PathResult) {
+    printAndFlush(
+        "\(figure) rate: able \(fixed(able.rate, 1))/s, reference \(fixed(reference.rate, 1))/s, "
+            + "ratio \(fixed(able.rate / reference.rate, 2))")
+    printAndFlush(
+        "\(figure) cpu: able \(fixed(able.cpu, 2)) us/op, reference \(fixed(reference.cpu, 2)) us/op, "
+            + "ratio \(fixed(reference.cpu / able.cpu, 2))")
+}
+
+private func fixed(_ value: Double, _ digits: Int) -> String {
+    String(format: "%.\(digits)f", value)
+}
