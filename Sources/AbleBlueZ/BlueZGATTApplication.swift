@@ -236,9 +236,10 @@ final class BlueZGATTApplication: GATTServerBackend {
 
     // MARK: Centrals
 
+    /// The devices connected to the adapter, but for the links this process opened as a central.
     var connectedCentrals: [Central] {
         system.tree.objects.compactMap { path, interfaces in
-            guard path.parent == adapter, let device = interfaces["org.bluez.Device1"],
+            guard path.parent == adapter, !system.isOutgoingLink(path), let device = interfaces["org.bluez.Device1"],
                 (try? device.decode("Connected", as: Bool.self)) == true,
                 let address = BluetoothAddress(bluezPathComponent: path.lastElement)
             else { return nil }
@@ -249,10 +250,11 @@ final class BlueZGATTApplication: GATTServerBackend {
     private func watchCentrals(_ events: GATTServerEvents) {
         let changes = system.tree.changes()
         let adapter = self.adapter
+        let system = self.system
         let task = Task {
             for await change in changes {
                 guard case .propertiesChanged(let path, "org.bluez.Device1", let changed, _) = change,
-                    path.parent == adapter,
+                    path.parent == adapter, !system.isOutgoingLink(path),
                     let connected = try? changed.decode("Connected", as: Bool.self),
                     let address = BluetoothAddress(bluezPathComponent: path.lastElement)
                 else { continue }

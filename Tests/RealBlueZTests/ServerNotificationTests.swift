@@ -170,6 +170,58 @@ extension RealBlueZ {
             }
         }
 
+        /// A server on hci1 hears of hci2 connecting to it, not of the link hci1 itself opens as a
+        /// central to hci0; closing with `AutoManageDevices` drops hci2's link only.
+        @Test func connectionEventsAreAboutThisServersCentralsOnly() async throws {
+            let uuids = [BluetoothUUID.random(), .random(), .random(), .random()]
+            let events = Recorder<String>()
+            let definition = GATTServerDefinition {
+                Service(uuids[0]) { Characteristic(uuids[1], properties: [.read], value: [1]) }
+                OnConnectionStateChange { _, central, isConnected in events.append("\(central.address) \(isConnected)")
+                }
+                AutoManageDevices()
+            }
+            let secondAdapter = try await Adapter.named(Guest.secondCentral)
+            let secondAddress = try #require(await secondAdapter.state.address)
+            try await withRig { rig in
+                await rig.bus.removeDevices(of: Guest.secondCentral, address: rig.peripheralAddress.description)
+                await rig.bus.removeDevices(of: Guest.peripheral, address: secondAddress.description)
+                let server = try await GATTServer.start(on: rig.peripheral, definition: definition)
+                let other = try await GATTServer.start(on: rig.central) {
+                    Service(uuids[2]) { Characteristic(uuids[3], properties: [.read], value: [2]) }
+                }
+                // hci1 connects, as a central, to a server on hci0.
+                let scan = try await rig.peripheral.scan(ScanFilter(serviceUUIDs: [uuids[2]]))
+                let advertising = try await rig.central.startAdvertising(
+                    Able.Advertisement(localName: "out", serviceUUIDs: [uuids[2]]))
+                let found = try await scan.first(timeout: Rig.discoveryTimeout)
+                let outgoing = rig.peripheral.peripheral(for: found)
+                try await outgoing.connect(timeout: Rig.connectTimeout)
+                await advertising.stop()
+                #expect(try await staysFalse(for: .seconds(2)) { !events.all.isEmpty }, "\(events.all)")
+                #expect(await server.connectedCentrals == [])
+
+                // hci2 connects to the server on hci1.
+                let secondScan = try await secondAdapter.scan(ScanFilter(serviceUUIDs: [uuids[0]]))
+                let second = try await rig.advertising([uuids[0]], name: "able3") {
+                    let found = try await secondScan.first(timeout: Rig.discoveryTimeout)
+                    let second = secondAdapter.peripheral(for: found)
+                    try await second.connect(timeout: Rig.connectTimeout)
+                    return second
+                }
+                try await eventually("the server to see hci2") { events.all == ["\(secondAddress) true"] }
+                #expect(await server.connectedCentrals.map(\.address) == [secondAddress])
+
+                await server.close()
+                try await eventually("hci2's link to drop") { !(await second.isConnected) }
+                #expect(await outgoing.isConnected)
+                try await outgoing.disconnect()
+                await other.close()
+                await rig.bus.removeDevices(of: Guest.secondCentral, address: rig.peripheralAddress.description)
+                await rig.bus.removeDevices(of: Guest.peripheral, address: secondAddress.description)
+            }
+        }
+
         static var namesSubscribers: Bool { (Guest.bluezVersion ?? .init(0, 0)) >= .init(5, 69) }
 
         /// Serves `definition` on hci1, connects hci0 and then hci2 to it (advertising again for

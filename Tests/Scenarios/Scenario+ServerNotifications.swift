@@ -150,6 +150,48 @@ extension Scenario {
     }
 }
 
+extension Scenario {
+    /// A server hears nothing of a link its own adapter opens as a central, and closing it with
+    /// ``AutoManageDevices`` leaves that link up.
+    static func connectionEventsAreAboutTheServersCentrals(_ backend: some ScenarioBackend) async throws {
+        let service = BluetoothUUID.random()
+        let otherService = BluetoothUUID.random()
+        let events = Recorder<Bool>()
+        let definition = GATTServerDefinition {
+            Service(service) { Characteristic(.random(), properties: [.read], value: [1]) }
+            OnConnectionStateChange { _, _, isConnected in events.append(isConnected) }
+            AutoManageDevices()
+        }
+        let server = try await GATTServer.start(on: backend.peripheral, definition: definition)
+        let other = try await GATTServer.start(on: backend.central) {
+            Service(otherService) { Characteristic(.random(), properties: [.read], value: [2]) }
+        }
+        try await withCleanup {
+            // The server's adapter connects, as a central, to a server on the other adapter.
+            let scan = try await backend.peripheral.scan(ScanFilter(serviceUUIDs: [otherService]))
+            let advertising = try await backend.central.startAdvertising(
+                Advertisement(localName: "out", serviceUUIDs: [otherService]))
+            let outgoing = try await withCleanup {
+                let found = try await scan.first(timeout: backend.discoveryTimeout)
+                let outgoing = backend.peripheral.peripheral(for: found)
+                try await outgoing.connect(timeout: backend.connectTimeout)
+                return outgoing
+            } cleanup: {
+                await advertising.stop()
+            }
+            try await backend.pause(.seconds(1))
+            #expect(events.all == [])
+            #expect(await server.connectedCentrals == [])
+            await server.close()
+            #expect(await outgoing.isConnected)
+            try await outgoing.disconnect()
+        } cleanup: {
+            await server.close()
+            await other.close()
+        }
+    }
+}
+
 /// The resident memory of this process and, where one runs on this machine, of `bluetoothd`.
 struct MemorySample: Sendable, CustomStringConvertible {
     var ownKilobytes: Int

@@ -19,6 +19,7 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
     case aServerNotifyingInATightLoopKeepsAnswering
     case notifyingOneCentral
     case indicatingEveryCentralOrOne
+    case connectionEventsAreAboutTheServersCentrals
 
     public var testDescription: String { rawValue }
 
@@ -42,6 +43,8 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
                 try await Self.aServerNotifyingInATightLoopKeepsAnswering(backend)
             case .notifyingOneCentral: try await Self.notifyingOneCentral(backend)
             case .indicatingEveryCentralOrOne: try await Self.indicatingEveryCentralOrOne(backend)
+            case .connectionEventsAreAboutTheServersCentrals:
+                try await Self.connectionEventsAreAboutTheServersCentrals(backend)
             }
         } cleanup: {
             do {
