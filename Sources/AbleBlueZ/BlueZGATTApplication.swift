@@ -277,16 +277,14 @@ final class BlueZGATTApplication: GATTServerBackend {
         guard let path = paths.withLock({ $0[characteristic] }) else { return }
         let version = self.version.withLock { $0 }
         if let central {
-            guard let version, version.notifySocketReachesOneCentral else {
+            // 5.76 sends what a central's socket carries to that central only; 5.80 confirms an
+            // indication through it (see BlueZVersion).
+            let needed = indicate ? BlueZVersion(5, 80) : BlueZVersion(5, 76)
+            guard let version, version >= needed else {
                 throw BluetoothError(
                     .unsupported,
-                    message: "notifying one central needs BlueZ 5.76 or later; this bluetoothd is "
-                        + (version.map { "\($0)" } ?? "of an unknown version"))
-            }
-            if indicate, version < BlueZVersion(5, 80) {
-                throw BluetoothError(
-                    .unsupported,
-                    message: "indicating one central needs BlueZ 5.80 or later; this bluetoothd is \(version)")
+                    message: "\(indicate ? "indicating" : "notifying") one central needs BlueZ \(needed) or later;"
+                        + " this bluetoothd is " + (version.map { "\($0)" } ?? "of an unknown version"))
             }
             guard socketCharacteristics.withLock({ $0.contains(characteristic) }) else {
                 throw BluetoothError(

@@ -1,5 +1,6 @@
 import Able
 import AbleScenarios
+import Foundation
 import Testing
 
 extension RealBlueZ {
@@ -17,7 +18,8 @@ extension RealBlueZ {
 
         /// Notifying everyone reaches both centrals, in order, none lost; each subscriber is named
         /// where BlueZ says (5.69 and later); a central that leaves does not stop the other's values.
-        @Test func twoCentralsReceiveEveryNotificationInOrder() async throws {
+        @Test(Self.twoLinks)
+        func twoCentralsReceiveEveryNotificationInOrder() async throws {
             let uuids = [BluetoothUUID.random(), .random()]
             let subscriptions = Recorder<String>()
             let definition = GATTServerDefinition {
@@ -69,6 +71,7 @@ extension RealBlueZ {
         /// BlueZ 5.76 and later send what the server writes into one central's socket to that
         /// central only: `notify(…to:)` reaches hci0, and hci2 receives nothing within a second.
         @Test(
+            Self.twoLinks,
             .needsBlueZ(
                 5, 76,
                 "BlueZ before 5.76 sends a notification written for one central to every subscriber (gatt-database: Fix sending notification to all devices); Able refuses with unsupported there"
@@ -109,6 +112,7 @@ extension RealBlueZ {
         /// returns after both confirmed, `indicate(…to:)` reaches one, and a central that leaves
         /// mid-indication makes `indicate` throw (or not count it), never wait out its timeout.
         @Test(
+            Self.twoLinks,
             .needsBlueZ(
                 5, 80,
                 "BlueZ before 5.80 confirms indications only through Confirm, which names no central (gatt: Implement confirmation support for AcquireNotify); Able refuses indicate(to:) with unsupported there"
@@ -170,57 +174,16 @@ extension RealBlueZ {
             }
         }
 
-        /// A server on hci1 hears of hci2 connecting to it, not of the link hci1 itself opens as a
-        /// central to hci0; closing with `AutoManageDevices` drops hci2's link only.
-        @Test func connectionEventsAreAboutThisServersCentralsOnly() async throws {
-            let uuids = [BluetoothUUID.random(), .random(), .random(), .random()]
-            let events = Recorder<String>()
-            let definition = GATTServerDefinition {
-                Service(uuids[0]) { Characteristic(uuids[1], properties: [.read], value: [1]) }
-                OnConnectionStateChange { _, central, isConnected in events.append("\(central.address) \(isConnected)")
-                }
-                AutoManageDevices()
-            }
-            let secondAdapter = try await Adapter.named(Guest.secondCentral)
-            let secondAddress = try #require(await secondAdapter.state.address)
-            try await withRig { rig in
-                await rig.bus.removeDevices(of: Guest.secondCentral, address: rig.peripheralAddress.description)
-                await rig.bus.removeDevices(of: Guest.peripheral, address: secondAddress.description)
-                let server = try await GATTServer.start(on: rig.peripheral, definition: definition)
-                let other = try await GATTServer.start(on: rig.central) {
-                    Service(uuids[2]) { Characteristic(uuids[3], properties: [.read], value: [2]) }
-                }
-                // hci1 connects, as a central, to a server on hci0.
-                let scan = try await rig.peripheral.scan(ScanFilter(serviceUUIDs: [uuids[2]]))
-                let advertising = try await rig.central.startAdvertising(
-                    Able.Advertisement(localName: "out", serviceUUIDs: [uuids[2]]))
-                let found = try await scan.first(timeout: Rig.discoveryTimeout)
-                let outgoing = rig.peripheral.peripheral(for: found)
-                try await outgoing.connect(timeout: Rig.connectTimeout)
-                await advertising.stop()
-                #expect(try await staysFalse(for: .seconds(2)) { !events.all.isEmpty }, "\(events.all)")
-                #expect(await server.connectedCentrals == [])
-
-                // hci2 connects to the server on hci1.
-                let secondScan = try await secondAdapter.scan(ScanFilter(serviceUUIDs: [uuids[0]]))
-                let second = try await rig.advertising([uuids[0]], name: "able3") {
-                    let found = try await secondScan.first(timeout: Rig.discoveryTimeout)
-                    let second = secondAdapter.peripheral(for: found)
-                    try await second.connect(timeout: Rig.connectTimeout)
-                    return second
-                }
-                try await eventually("the server to see hci2") { events.all == ["\(secondAddress) true"] }
-                #expect(await server.connectedCentrals.map(\.address) == [secondAddress])
-
-                await server.close()
-                try await eventually("hci2's link to drop") { !(await second.isConnected) }
-                #expect(await outgoing.isConnected)
-                try await outgoing.disconnect()
-                await other.close()
-                await rig.bus.removeDevices(of: Guest.secondCentral, address: rig.peripheralAddress.description)
-                await rig.bus.removeDevices(of: Guest.peripheral, address: secondAddress.description)
-            }
-        }
+        /// btvirt (5.66 and 5.82 alike) gives every ACL link of an emulated controller the
+        /// connection handle 42 (`emulator/btdev.c`, `ACL_HANDLE`), so hci1 cannot hold links to
+        /// hci0 and hci2 at once: the second link's Connection Complete reuses the first's handle,
+        /// hci1's traffic for hci2 goes to hci0, and both links break (seen in the guest on 5.82).
+        /// These tests run where the controllers can hold two links (`ABLE_BLUEZ_TWO_LINKS=1`,
+        /// real controllers or a fixed emulator); the single-central scenarios cover naming,
+        /// notifying one central and per-central confirmations on every run.
+        static let twoLinks = Testing.ConditionTrait.enabled(
+            if: ProcessInfo.processInfo.environment["ABLE_BLUEZ_TWO_LINKS"] == "1",
+            "btvirt gives every ACL link handle 42, so one emulated controller cannot hold two links")
 
         static var namesSubscribers: Bool { (Guest.bluezVersion ?? .init(0, 0)) >= .init(5, 69) }
 
