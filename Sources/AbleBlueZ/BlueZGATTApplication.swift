@@ -13,6 +13,11 @@ final class BlueZGATTApplication: GATTServerBackend {
     private let paths = Lock<[AttributeID: DBusObjectPath]>([:])
     private let confirmations = Lock<[AttributeID: [ConfirmationWaiter]]>([:])
     private let watcher = Lock<Task<Void, Never>?>(nil)
+    private let notifySockets = BlueZServerNotifySockets()
+    /// The characteristics whose notifications go through acquired sockets.
+    private let socketCharacteristics = Lock<Set<AttributeID>>([])
+    /// The serving `bluetoothd`'s version, read when the server opens; `nil` if it did not say.
+    private let version = Lock<BlueZVersion?>(nil)
 
     init(system: BlueZSystem, adapter: DBusObjectPath) {
         self.system = system
@@ -22,6 +27,7 @@ final class BlueZGATTApplication: GATTServerBackend {
 
     func open(_ core: GATTServerCore, events: GATTServerEvents) async throws {
         let connection = system.connection
+        version.withLock { $0 = system.version(of: adapter) }
         guard let bluez = try await connection.nameOwner(of: BlueZSystem.service) else {
             throw BluetoothError(.daemonUnavailable, message: "bluetoothd is not running")
         }
@@ -47,6 +53,9 @@ final class BlueZGATTApplication: GATTServerBackend {
                     authorize: authorize)
                 objects.append(path)
                 paths.withLock { $0[id] = path }
+                if Self.offersNotifySockets(characteristic, version: version.withLock({ $0 })) {
+                    socketCharacteristics.withLock { _ = $0.insert(id) }
+                }
                 for (descriptorIndex, descriptor) in characteristic.descriptors.enumerated() {
                     let descriptorID = AttributeID(
                         service: serviceIndex, characteristic: index, descriptor: descriptorIndex)
@@ -80,9 +89,29 @@ final class BlueZGATTApplication: GATTServerBackend {
     ) -> DBusInterface {
         let notifying = Lock(false)
         let confirmations = self.confirmations
+        let notifySockets = self.notifySockets
+        let version = self.version.withLock { $0 }
+        var acquisition: [DBusMethod] = []
+        var acquisitionProperties: [DBusProperty] = []
+        if Self.offersNotifySockets(characteristic, version: version) {
+            // bluetoothd calls AcquireNotify instead of StartNotify when the characteristic has a
+            // NotifyAcquired property at all (src/gatt-database.c, ccc_write_cb).
+            acquisition.append(
+                .immediate("AcquireNotify", in: "a{sv}", out: "hq") { call in
+                    let options = try call.argument(0, as: [String: DBusVariant].self)
+                    // Before 5.69 the one socket serves every subscriber, whoever asked first.
+                    let central = version?.acquiresNotifySocketPerCentral == true ? Self.central(options) : nil
+                    let mtu = Self.mtu(options) ?? 23
+                    let descriptor = try notifySockets.acquire(id, central: central, mtu: mtu, events: events)
+                    return [.unixFD(descriptor), .uint16(UInt16(clamping: mtu))]
+                })
+            acquisitionProperties.append(
+                DBusProperty(
+                    "NotifyAcquired", signature: .boolean, get: { .boolean(notifySockets.hasSockets(id)) }))
+        }
         return DBusInterface(
             "org.bluez.GattCharacteristic1",
-            methods: [
+            methods: acquisition + [
                 DBusMethod("ReadValue", in: "a{sv}", out: "ay") { call in try await Self.readValue(core, id, call) },
                 DBusMethod("WriteValue", in: "aya{sv}") { call in try await Self.writeValue(core, id, call) },
                 .immediate("StartNotify") { _ in
@@ -106,7 +135,20 @@ final class BlueZGATTApplication: GATTServerBackend {
                 .constant("Flags", characteristic.properties.bluezFlags(permissions: characteristic.permissions)),
                 DBusProperty("Value", signature: "ay", get: { .bytes(core.storedValue(id)) }),
                 DBusProperty("Notifying", signature: .boolean, get: { .boolean(notifying.withLock { $0 }) }),
-            ])
+            ] + acquisitionProperties)
+    }
+
+    /// Whether a characteristic's notifications or indications go through sockets `bluetoothd`
+    /// acquires: those that notify and do not indicate, and from BlueZ 5.80 also those that
+    /// indicate and do not notify. An indication through such a socket is confirmed through it
+    /// only from 5.80 on (5.76 to 5.79 confirm it nowhere; through `PropertiesChanged` every
+    /// version calls `Confirm`, naming no central). A characteristic that does both stays on
+    /// `PropertiesChanged`: `bluetoothd` picks notification or indication by what each central
+    /// subscribed to, which the server cannot know.
+    static func offersNotifySockets(_ characteristic: Characteristic, version: BlueZVersion?) -> Bool {
+        let properties = characteristic.properties
+        if properties.contains(.notify) { return !properties.contains(.indicate) }
+        return properties.contains(.indicate) && (version ?? BlueZVersion(0, 0)) >= BlueZVersion(5, 80)
     }
 
     /// Sets `flag` to `value`; returns whether it changed, in one step under the caller's lock.
@@ -194,9 +236,10 @@ final class BlueZGATTApplication: GATTServerBackend {
 
     // MARK: Centrals
 
+    /// The devices connected to the adapter, but for the links this process opened as a central.
     var connectedCentrals: [Central] {
         system.tree.objects.compactMap { path, interfaces in
-            guard path.parent == adapter, let device = interfaces["org.bluez.Device1"],
+            guard path.parent == adapter, !system.isOutgoingLink(path), let device = interfaces["org.bluez.Device1"],
                 (try? device.decode("Connected", as: Bool.self)) == true,
                 let address = BluetoothAddress(bluezPathComponent: path.lastElement)
             else { return nil }
@@ -207,10 +250,11 @@ final class BlueZGATTApplication: GATTServerBackend {
     private func watchCentrals(_ events: GATTServerEvents) {
         let changes = system.tree.changes()
         let adapter = self.adapter
+        let system = self.system
         let task = Task {
             for await change in changes {
                 guard case .propertiesChanged(let path, "org.bluez.Device1", let changed, _) = change,
-                    path.parent == adapter,
+                    path.parent == adapter, !system.isOutgoingLink(path),
                     let connected = try? changed.decode("Connected", as: Bool.self),
                     let address = BluetoothAddress(bluezPathComponent: path.lastElement)
                 else { continue }
@@ -227,9 +271,56 @@ final class BlueZGATTApplication: GATTServerBackend {
 
     // MARK: Sending
 
-    func send(_ value: [UInt8], of characteristic: AttributeID, indicate: Bool, timeout: Duration) async throws {
+    func send(
+        _ value: [UInt8], of characteristic: AttributeID, to central: Central?, indicate: Bool, timeout: Duration
+    ) async throws {
         guard let path = paths.withLock({ $0[characteristic] }) else { return }
-        guard indicate else {
+        let version = self.version.withLock { $0 }
+        if let central {
+            // 5.76 sends what a central's socket carries to that central only; 5.80 confirms an
+            // indication through it (see BlueZVersion).
+            let needed = indicate ? BlueZVersion(5, 80) : BlueZVersion(5, 76)
+            guard let version, version >= needed else {
+                throw BluetoothError(
+                    .unsupported,
+                    message: "\(indicate ? "indicating" : "notifying") one central needs BlueZ \(needed) or later;"
+                        + " this bluetoothd is " + (version.map { "\($0)" } ?? "of an unknown version"))
+            }
+            guard socketCharacteristics.withLock({ $0.contains(characteristic) }) else {
+                throw BluetoothError(
+                    .unsupported,
+                    message:
+                        "BlueZ reaches one central only for a characteristic that either notifies or indicates, not both"
+                )
+            }
+            // A central that is not subscribed (or just left) receives nothing.
+            let entries = notifySockets.entries(of: characteristic).filter { $0.central == central }
+            if indicate {
+                try await self.indicate(value, through: entries, timeout: timeout)
+            } else if let entry = entries.first {
+                try? await entry.socket.send(Array(value.prefix(entry.socket.maximumValueLength)))
+            }
+            return
+        }
+        if indicate, socketCharacteristics.withLock({ $0.contains(characteristic) }) {
+            try await self.indicate(value, through: notifySockets.entries(of: characteristic), timeout: timeout)
+            return
+        }
+        if !indicate {
+            var entries = notifySockets.entries(of: characteristic)
+            // BlueZ 5.69 to 5.75 send what any central's socket carries to every subscriber:
+            // one socket is enough then.
+            if let version, version.acquiresNotifySocketPerCentral, !version.notifySocketReachesOneCentral {
+                entries = Array(entries.prefix(1))
+            }
+            guard entries.isEmpty else {
+                for entry in entries {
+                    // A socket that ended meanwhile belongs to a central that left.
+                    try? await entry.socket.send(Array(value.prefix(entry.socket.maximumValueLength)))
+                }
+                return
+            }
+            // No socket: BlueZ called StartNotify, or no central is subscribed.
             system.connection.emitPropertiesChanged(
                 path: path, interface: "org.bluez.GattCharacteristic1", changed: ["Value": .bytes(value)])
             return
@@ -249,10 +340,65 @@ final class BlueZGATTApplication: GATTServerBackend {
         }
     }
 
+    /// Writes an indication into each socket and waits for every central's confirmation.
+    ///
+    /// - Throws: ``BluetoothError/Code/disconnected`` naming the centrals whose socket ended
+    ///   before they confirmed (they left); ``BluetoothError/Code/timeout`` naming those that did
+    ///   not confirm within `timeout`; `CancellationError`.
+    private func indicate(_ value: [UInt8], through entries: [BlueZServerNotifySockets.Entry], timeout: Duration)
+        async throws
+    {
+        var waiting: [(Central?, ConfirmationWaiter, BlueZServerNotifySockets.PendingConfirmations)] = []
+        for entry in entries {
+            let waiter = ConfirmationWaiter()
+            entry.confirmations.append(waiter)
+            do {
+                try await entry.socket.send(Array(value.prefix(entry.socket.maximumValueLength)))
+                waiting.append((entry.central, waiter, entry.confirmations))
+            } catch {
+                // The socket ended meanwhile: that central left before the value went out.
+                entry.confirmations.remove(waiter)
+            }
+        }
+        let outcomes = await withTaskGroup(of: (Central?, BluetoothError.Code?).self) { group in
+            for (central, waiter, confirmations) in waiting {
+                group.addTask {
+                    do {
+                        try await withDeadline(timeout, what: "waiting for the indication's confirmation") {
+                            try await waiter.wait()
+                        }
+                        return (central, nil)
+                    } catch {
+                        confirmations.remove(waiter)
+                        if waiter.hasEnded { return (central, .disconnected) }
+                        return (central, (error as? BluetoothError)?.code ?? .cancelled)
+                    }
+                }
+            }
+            var outcomes: [(Central?, BluetoothError.Code?)] = []
+            for await outcome in group { outcomes.append(outcome) }
+            return outcomes
+        }
+        try Task.checkCancellation()
+        func names(_ code: BluetoothError.Code) -> String {
+            outcomes.filter { $0.1 == code }.map { $0.0.map { "\($0.address)" } ?? "a central" }.sorted()
+                .joined(separator: ", ")
+        }
+        let left = names(.disconnected)
+        if !left.isEmpty {
+            throw BluetoothError(.disconnected, message: "\(left) left before confirming the indication")
+        }
+        let late = names(.timeout)
+        if !late.isEmpty {
+            throw BluetoothError(.timeout, message: "no confirmation of the indication within \(timeout) from \(late)")
+        }
+    }
+
     // MARK: Closing
 
     func close() async {
         watcher.withLock { $0?.cancel() }
+        await notifySockets.closeAll()
         _ = try? await system.call(adapter, "org.bluez.GattManager1", "UnregisterApplication", [.objectPath(root)])
         await unexportAll()
         // Wake indications that will never be confirmed now.
@@ -278,6 +424,8 @@ final class ConfirmationWaiter: Sendable {
         case waiting(CheckedContinuation<Void, any Error>)
         case confirmed
         case cancelled
+        /// No confirmation can come any more: the central's socket ended.
+        case ended
     }
 
     private let state = Lock(State.pending)
@@ -291,7 +439,7 @@ final class ConfirmationWaiter: Sendable {
                         state = .waiting(continuation)
                         return nil
                     case .confirmed: return .success(())
-                    case .cancelled, .waiting: return .failure(CancellationError())
+                    case .cancelled, .waiting, .ended: return .failure(CancellationError())
                     }
                 }
                 if let resume { continuation.resume(with: resume) }
@@ -303,6 +451,17 @@ final class ConfirmationWaiter: Sendable {
 
     func confirm() { finish(.confirmed) }
 
+    /// Ends the wait without a confirmation: the central left.
+    func end() { finish(.ended) }
+
+    /// Whether the wait ended because the central left.
+    var hasEnded: Bool {
+        state.withLock { state in
+            if case .ended = state { return true }
+            return false
+        }
+    }
+
     private func finish(_ final: State) {
         let continuation: CheckedContinuation<Void, any Error>? = state.withLock { state in
             switch state {
@@ -312,7 +471,7 @@ final class ConfirmationWaiter: Sendable {
             case .waiting(let continuation):
                 state = final
                 return continuation
-            case .confirmed, .cancelled:
+            case .confirmed, .cancelled, .ended:
                 return nil
             }
         }

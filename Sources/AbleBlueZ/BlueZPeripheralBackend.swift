@@ -1,5 +1,6 @@
 import Able
 import AbleDBus
+import AbleStreams
 
 /// A remote device as BlueZ exports it: an `org.bluez.Device1` object below its adapter.
 struct BlueZPeripheralBackend: PeripheralBackend {
@@ -32,6 +33,8 @@ struct BlueZPeripheralBackend: PeripheralBackend {
         if properties == nil { try await discover(timeout: timeout) }
         let timeout = timeout - (ContinuousClock.now - start)
         let changes = system.tree.changes()
+        let wasOutgoing = system.noteOutgoingLink(path)
+        let alreadyConnected = isConnected && !wasOutgoing
         do {
             try await withDeadline(timeout, what: "connecting to \(address)") { [self] in
                 _ = try await system.call(path, Self.device, "Connect", timeout: timeout)
@@ -40,9 +43,15 @@ struct BlueZPeripheralBackend: PeripheralBackend {
                 try await waitForServicesResolved(changes)
             }
         } catch {
+            system.forgetOutgoingLink(path)
             // Stop BlueZ from trying (or drop a half-made link), even from a cancelled task.
             await system.callEvenIfCancelled(path, Self.device, "Disconnect")
             throw error
+        }
+        if alreadyConnected {
+            // The device had connected to this adapter first: the link is the device's, and a
+            // server here keeps counting it.
+            system.forgetOutgoingLink(path)
         }
     }
 

@@ -14,6 +14,62 @@ package final class BlueZSystem: Sendable {
     /// The process's pairing agent: standing agents and those of pairings under way.
     let agents = BlueZAgentRegistry()
 
+    /// The devices this process connected to as a central (`Device1.Connect`), until the link
+    /// ends: a GATT server on the same adapter does not count them among its centrals, since
+    /// `Device1` does not say which side made a link.
+    ///
+    /// A link BlueZ reported down stays listed for a few seconds (with the time it ended), so that
+    /// a server's own watcher, which may see the change later, still leaves it out.
+    private let outgoingLinks = Lock<[DBusObjectPath: ContinuousClock.Instant?]>([:])
+    private static let endedLinkGrace = Duration.seconds(5)
+
+    /// Whether `path` is a link this process opened as a central.
+    func isOutgoingLink(_ path: DBusObjectPath) -> Bool {
+        outgoingLinks.withLock { links in
+            guard let entry = links[path] else { return false }
+            guard let ended = entry else { return true }
+            return ContinuousClock.now - ended < Self.endedLinkGrace
+        }
+    }
+
+    /// Forgets a link: it was not this process's to begin with, or connecting failed.
+    func forgetOutgoingLink(_ path: DBusObjectPath) {
+        outgoingLinks.withLock { _ = $0.removeValue(forKey: path) }
+    }
+
+    /// Remembers a link this process opens as a central, until BlueZ reports it down.
+    ///
+    /// - Returns: Whether it was remembered already.
+    func noteOutgoingLink(_ path: DBusObjectPath) -> Bool {
+        outgoingLinks.withLock { links in
+            let now = ContinuousClock.now
+            let known = links[path] != nil && links[path]! == nil
+            links = links.filter { $0.value.map { now - $0 < Self.endedLinkGrace } ?? true }
+            links[path] = .some(nil)
+            return known
+        }
+    }
+
+    /// Takes links out of ``outgoingLinks`` when BlueZ reports them down, for as long as the tree
+    /// lives: one listener for the system, not one per link.
+    private func watchOutgoingLinks() {
+        let changes = tree.changes()
+        let links = outgoingLinks
+        Task {
+            for await change in changes {
+                switch change {
+                case .propertiesChanged(let path, "org.bluez.Device1", let changed, _)
+                where (try? changed.decode("Connected", as: Bool.self)) == false:
+                    links.withLock { links in if links[path] != nil { links[path] = .some(.now) } }
+                case .interfacesRemoved(let path, let interfaces) where interfaces.contains("org.bluez.Device1"):
+                    links.withLock { links in if links[path] != nil { links[path] = .some(.now) } }
+                default:
+                    continue
+                }
+            }
+        }
+    }
+
     static let service = "org.bluez"
     private static let sharedSystem = Lock<BlueZSystem?>(nil)
 
@@ -25,7 +81,10 @@ package final class BlueZSystem: Sendable {
 
     /// Opens a system on a given connection (tests use a private bus with a fake BlueZ).
     package static func open(on connection: DBusConnection) async throws -> BlueZSystem {
-        BlueZSystem(connection: connection, tree: try await BlueZObjectTree.start(on: connection, service: service))
+        let system = BlueZSystem(
+            connection: connection, tree: try await BlueZObjectTree.start(on: connection, service: service))
+        system.watchOutgoingLinks()
+        return system
     }
 
     /// The shared system, connecting to the system bus the first time.

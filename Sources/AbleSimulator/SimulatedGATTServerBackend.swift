@@ -23,9 +23,17 @@ struct SimulatedGATTServerBackend: GATTServerBackend {
         radio.replaceDatabase(of: address, with: nil, events: .some(nil))
     }
 
-    func send(_ value: [UInt8], of characteristic: AttributeID, indicate: Bool, timeout: Duration) async throws {
+    func send(
+        _ value: [UInt8], of characteristic: AttributeID, to central: Central?, indicate: Bool, timeout: Duration
+    ) async throws {
         // A simulated central confirms an indication as it receives it.
-        radio.deliver(value, from: address, attribute: characteristic)
+        radio.deliver(value, from: address, attribute: characteristic, to: central?.address)
+    }
+
+    var clockReading: Duration { radio.clock.now.offset }
+
+    func sleep(for duration: Duration) async throws {
+        try await radio.clock.sleep(for: duration)
     }
 
     var connectedCentrals: [Central] {

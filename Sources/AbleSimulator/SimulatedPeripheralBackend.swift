@@ -335,8 +335,8 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             state.subscriptions[key, default: [:]][subscriptionID] = continuation
             return (subscriptionID, first, state.devices[address]?.events)
         }
-        // BlueZ does not tell a GATT server which central subscribed.
-        if first { events?.subscriptionChanged(nil, id, true) }
+        // Unlike BlueZ before 5.69, the simulator always says which central subscribed.
+        if first { events?.subscriptionChanged(Central(address: central), id, true) }
         continuation.onTermination { [radio] in
             let (last, events) = radio.state.withLock { state -> (Bool, GATTServerEvents?) in
                 guard state.subscriptions[key]?.removeValue(forKey: subscriptionID) != nil else { return (false, nil) }
@@ -344,7 +344,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
                 if last { state.subscriptions[key] = nil }
                 return (last, state.devices[key.peripheral]?.events)
             }
-            if last { events?.subscriptionChanged(nil, id, false) }
+            if last { events?.subscriptionChanged(Central(address: key.central), id, false) }
             // A value it held for its consumer no longer holds time back.
             radio.clock.handOffEnded()
         }

@@ -6,7 +6,10 @@ extension SimulatedRadio {
     ///
     /// Injected faults apply here: a dropped notification reaches nobody, a delayed one arrives
     /// later in simulated time (in order with the other delayed ones).
-    func deliver(_ value: [UInt8], from peripheral: BluetoothAddress, attribute: AttributeID) {
+    /// `central` names the one central to deliver to; `nil` delivers to all.
+    func deliver(
+        _ value: [UInt8], from peripheral: BluetoothAddress, attribute: AttributeID, to central: BluetoothAddress? = nil
+    ) {
         let (streams, delay) = state.withLock { state -> ([NotificationStream.Continuation], Duration) in
             if let device = state.devices[peripheral], device.notificationsToDrop > 0 {
                 state.devices[peripheral]?.notificationsToDrop -= 1
@@ -14,6 +17,7 @@ extension SimulatedRadio {
             }
             let streams = state.subscriptions.filter {
                 $0.key.peripheral == peripheral && $0.key.attribute == attribute
+                    && (central == nil || $0.key.central == central)
             }
             .flatMap { $0.value.values }
             return (streams, state.devices[peripheral]?.notificationDelay ?? .zero)
@@ -29,14 +33,15 @@ extension SimulatedRadio {
 
     /// Ends a connection: its notification streams throw, the server hears of it.
     func disconnect(central: BluetoothAddress, peripheral: BluetoothAddress, reason: String?) {
-        let (removed, streams, events) = state.withLock { state in
+        let (removed, subscriptions, events) = state.withLock { state in
             let removed =
                 state.connections.remove(RadioState.Connection(central: central, peripheral: peripheral)) != nil
             let keys = state.subscriptions.keys.filter { $0.central == central && $0.peripheral == peripheral }
             var streams: [NotificationStream.Continuation] = []
             for key in keys { streams += state.subscriptions.removeValue(forKey: key)?.values ?? [:].values }
-            return (removed, streams, state.devices[peripheral]?.events)
+            return (removed, (streams, keys.map(\.attribute)), state.devices[peripheral]?.events)
         }
+        let (streams, unsubscribed) = subscriptions
         dropL2CAPChannels(between: central, and: peripheral)
         releaseWriteSockets(between: central, and: peripheral)
         guard removed else { return }
@@ -45,6 +50,8 @@ extension SimulatedRadio {
         for stream in streams {
             stream.finish(throwing: BluetoothError(.disconnected, message: reason ?? "the peripheral disconnected"))
         }
+        // As BlueZ does, a link's end ends its subscriptions at the server.
+        for attribute in unsubscribed { events?.subscriptionChanged(Central(address: central), attribute, false) }
         events?.connectionChanged(Central(address: central), false)
     }
 

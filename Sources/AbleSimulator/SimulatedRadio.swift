@@ -100,7 +100,7 @@ public final class SimulatedRadio: Sendable {
     ///   - rssi: The signal strength scans report, in dBm.
     ///   - mtu: The ATT MTU of a connection to it.
     ///   - timing: How long its advertising interval, connection and service resolution take.
-    ///   - services: Its GATT database and handlers, as in ``/Able/GATTServer/start(on:_:)``.
+    ///   - services: Its GATT database and handlers, as in ``/Able/GATTServer/start(on:pacing:_:)``.
     /// - Returns: A handle to drive the peripheral from the test: notify, disconnect, inject faults.
     @discardableResult
     public func addPeripheral(

@@ -27,6 +27,9 @@ struct SimulatedScenarioBackend: ScenarioBackend {
 
     var discoveryTimeout: Duration { .seconds(30) }
     var connectTimeout: Duration { .seconds(30) }
+    var namesSubscribers: Bool { true }
+    var notifiesOneCentral: Bool { true }
+    var indicatesOneCentral: Bool { true }
 
     func pause(_ duration: Duration) async throws {
         try await radio.clock.sleep(for: duration)

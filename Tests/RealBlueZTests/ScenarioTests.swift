@@ -23,6 +23,17 @@ struct BlueZScenarioBackend: ScenarioBackend {
     var peripheral: Adapter { rig.peripheral }
     var discoveryTimeout: Duration { Rig.discoveryTimeout }
     var connectTimeout: Duration { Rig.connectTimeout }
+    var namesSubscribers: Bool { (Guest.bluezVersion ?? .init(0, 0)) >= .init(5, 69) }
+    var notifiesOneCentral: Bool { (Guest.bluezVersion ?? .init(0, 0)) >= .init(5, 76) }
+    var indicatesOneCentral: Bool { (Guest.bluezVersion ?? .init(0, 0)) >= .init(5, 80) }
+    /// BlueZ 5.66 opens EATT channels (`[GATT] Channels` defaults to 3), and on the emulated link
+    /// their LE credit flow control carries about 8 PDUs a second (two values each, as Multiple
+    /// Handle Value Notifications): less than the default 20 values a second, so bluetoothd's
+    /// queue, and the wait of every request behind it, would grow. 5.82 uses one unenhanced
+    /// channel, which carries the default.
+    var serverPacing: NotificationPacing {
+        (Guest.bluezVersion ?? .init(5, 66)) <= .init(5, 66) ? .perSecond(10) : .default
+    }
 
     func pause(_ duration: Duration) async throws {
         try await Task.sleep(for: duration)

@@ -17,6 +17,15 @@ public protocol ScenarioBackend: Sendable {
     var discoveryTimeout: Duration { get }
     /// How long connecting may take, services included.
     var connectTimeout: Duration { get }
+    /// Whether a GATT server learns which central subscribed (the simulator always; BlueZ from 5.69).
+    var namesSubscribers: Bool { get }
+    /// Whether a GATT server can notify one central only (the simulator always; BlueZ from 5.76).
+    var notifiesOneCentral: Bool { get }
+    /// Whether a GATT server can indicate one central and hear its own confirmation (the
+    /// simulator always; BlueZ from 5.80).
+    var indicatesOneCentral: Bool { get }
+    /// The notification pacing the link between the adapters carries.
+    var serverPacing: NotificationPacing { get }
     /// Waits `duration` in the backend's time: simulated on the simulator, real on BlueZ.
     func pause(_ duration: Duration) async throws
     /// Runs after each scenario, whatever its outcome: the simulator checks that nothing was
@@ -32,6 +41,12 @@ extension ScenarioBackend {
 }
 
 extension ScenarioBackend {
+    /// Backends that say nothing name no subscriber and cannot notify one central.
+    public var namesSubscribers: Bool { false }
+    public var notifiesOneCentral: Bool { false }
+    public var indicatesOneCentral: Bool { false }
+    public var serverPacing: NotificationPacing { .default }
+
     /// Waits until `condition` holds, checking every 20 ms of the backend's time; fails after `timeout`.
     func eventually(
         _ what: String, timeout: Duration = .seconds(15), sourceLocation: SourceLocation = #_sourceLocation,

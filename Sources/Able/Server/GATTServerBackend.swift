@@ -4,18 +4,40 @@ package protocol GATTServerBackend: Sendable {
     func open(_ core: GATTServerCore, events: GATTServerEvents) async throws
     /// Stops serving and removes everything `open` created.
     func close() async
-    /// Sends a characteristic's new value to its subscribers; for an indication, returns once
-    /// the central confirmed it.
-    func send(_ value: [UInt8], of characteristic: AttributeID, indicate: Bool, timeout: Duration) async throws
+    /// Sends a characteristic's new value to its subscribers, or to `central` only; for an
+    /// indication, returns once the central confirmed it. Waits while the way to the central is
+    /// full, never drops.
+    ///
+    /// - Throws: ``BluetoothError/Code/unsupported`` when `central` is named and the backend
+    ///   cannot send to one central.
+    func send(
+        _ value: [UInt8], of characteristic: AttributeID, to central: Central?, indicate: Bool, timeout: Duration
+    ) async throws
     /// The centrals connected now.
     var connectedCentrals: [Central] { get }
     /// Disconnects a central.
     func disconnect(_ central: Central) async throws
+    /// The backend's clock, as the time since some fixed instant: the wall clock on BlueZ,
+    /// simulated time on the simulator. Notification pacing runs on it.
+    var clockReading: Duration { get }
+    /// Waits `duration` on the backend's clock.
+    func sleep(for duration: Duration) async throws
+}
+
+private let wallClockOrigin = ContinuousClock.now
+
+extension GATTServerBackend {
+    package var clockReading: Duration { wallClockOrigin.duration(to: .now) }
+
+    package func sleep(for duration: Duration) async throws {
+        try await Task.sleep(for: duration)
+    }
 }
 
 /// Where a backend reports connections and subscriptions; the server fans them out to the
 /// definition's handlers.
 package struct GATTServerEvents: Sendable {
     package let connectionChanged: @Sendable (Central, Bool) -> Void
+    /// A central (`nil` when the backend cannot say which) subscribed or unsubscribed.
     package let subscriptionChanged: @Sendable (Central?, AttributeID, Bool) -> Void
 }

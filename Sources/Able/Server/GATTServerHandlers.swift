@@ -127,7 +127,11 @@ public struct OnConnectionStateChange: GATTServerComponent {
 
 /// Called when a central subscribes to (`true`) or unsubscribes from (`false`) a characteristic.
 ///
-/// BlueZ does not say which central subscribed; `central` is `nil` then.
+/// `central` names the central where the backend says: always on the simulator; on BlueZ from
+/// 5.69 for a characteristic that notifies and does not indicate (and from 5.80 also for one
+/// that indicates and does not notify), through the `device` option of the server's
+/// `AcquireNotify`. Elsewhere BlueZ says only that the first central subscribed or the last
+/// left, and `central` is `nil`.
 public struct OnSubscriptionChange: GATTServerComponent {
     let handler: @Sendable (GATTServer, Central?, BluetoothUUID, Bool) async -> Void
     /// Calls `handler` with the server, the central if BlueZ said, the characteristic, and whether

@@ -1,0 +1,46 @@
+import Able
+import AbleDBus
+
+/// The version of the `bluetoothd` serving an adapter, read from the adapter's `Modalias`
+/// (`usb:v1D6Bp0246dXXXX`, where the device number is the major version in its high byte and the
+/// minor in its low byte: `d0542` is 5.66, `d0552` is 5.82).
+struct BlueZVersion: Comparable, Sendable, CustomStringConvertible {
+    var major: Int
+    var minor: Int
+
+    init(_ major: Int, _ minor: Int) {
+        self.major = major
+        self.minor = minor
+    }
+
+    /// Parses a `Modalias`; `nil` for one that is not BlueZ's own.
+    init?(modalias: String) {
+        guard modalias.hasPrefix("usb:v1D6Bp0246d"), let number = UInt16(modalias.dropFirst(15).prefix(4), radix: 16)
+        else { return nil }
+        self.init(Int(number >> 8), Int(number & 0xFF))
+    }
+
+    static func < (lhs: BlueZVersion, rhs: BlueZVersion) -> Bool {
+        (lhs.major, lhs.minor) < (rhs.major, rhs.minor)
+    }
+
+    var description: String { "\(major).\(minor)" }
+
+    /// From 5.69 `bluetoothd` asks a server's `AcquireNotify` for a socket per central, naming it
+    /// in the `device` option (commit "gatt: Fix not establishing a socket for each device");
+    /// before, it asks once, for the first subscriber, and sends what the socket carries to all.
+    var acquiresNotifySocketPerCentral: Bool { self >= BlueZVersion(5, 69) }
+
+    /// From 5.76 a value written into a central's notify socket goes to that central only
+    /// ("gatt-database: Fix sending notification to all devices"); 5.69 to 5.75 send it to every
+    /// subscriber.
+    var notifySocketReachesOneCentral: Bool { self >= BlueZVersion(5, 76) }
+}
+
+extension BlueZSystem {
+    /// The version of the `bluetoothd` that serves `adapter`, if its `Modalias` says.
+    func version(of adapter: DBusObjectPath) -> BlueZVersion? {
+        (try? tree.properties(of: "org.bluez.Adapter1", at: adapter)?.decode("Modalias", as: String.self))
+            .flatMap { $0 }.flatMap(BlueZVersion.init(modalias:))
+    }
+}
