@@ -70,7 +70,7 @@ final class BlueZNotificationHub: Sendable {
     private struct Entry {
         let fanout: Fanout
         /// The acquired socket the values come from, if they do not come from the bus.
-        let socket: BlueZNotificationSocket?
+        let socket: AcquiredSocket?
         /// Ends the fan-out's place in the object tree.
         let stopReceiving: @Sendable () -> Void
         let watcher: Task<Void, Never>
@@ -99,7 +99,7 @@ final class BlueZNotificationHub: Sendable {
             // Followed from before the socket or StartNotify, so that the characteristic or its
             // device going away while BlueZ answers is seen too.
             let changes = system.tree.changes()
-            var socket: BlueZNotificationSocket?
+            var socket: AcquiredSocket?
             if choice != .never {
                 socket = try await acquireSocket(
                     for: characteristic, feeding: fanout, system: system, choice: choice, removed: removed)
@@ -154,7 +154,7 @@ final class BlueZNotificationHub: Sendable {
         entry.watcher.cancel()
         if let socket = entry.socket {
             // Closing the socket is how a client releases it; BlueZ then disables notifications.
-            socket.release()
+            await socket.release(drainLimit: .zero)
         } else {
             _ = try? await system.call(characteristic, BlueZPeripheralBackend.characteristic, "StopNotify")
         }
@@ -195,12 +195,12 @@ final class BlueZNotificationHub: Sendable {
     private func acquireSocket(
         for characteristic: DBusObjectPath, feeding fanout: Fanout, system: BlueZSystem, choice: SocketChoice,
         removed: @escaping @Sendable () async -> BluetoothError
-    ) async throws -> BlueZNotificationSocket? {
+    ) async throws -> AcquiredSocket? {
         do {
-            let (descriptor, _) = try await BlueZPeripheralBackend.acquire(
+            let (descriptor, mtu) = try await BlueZPeripheralBackend.acquire(
                 "AcquireNotify", characteristic, system: system)
-            return BlueZNotificationSocket(
-                descriptor: descriptor, executor: system.connection.executor, onValue: fanout.yield,
+            return try AcquiredSocket(
+                socket: descriptor, attMTU: mtu, onValue: fanout.yield,
                 onEnd: { [tree = system.tree] in
                     // BlueZ closes the socket when the link drops, and when the characteristic
                     // leaves the database (before the InterfacesRemoved signal, which `removed`
