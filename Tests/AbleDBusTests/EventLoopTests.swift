@@ -17,13 +17,15 @@ struct EventLoopTests {
             let task = withUnsafeBytes(of: entry.pointee.d_name) {
                 String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
             }
-            guard task.first?.isNumber == true, let file = fopen("/proc/self/task/\(task)/comm", "r") else { continue }
-            var buffer = [CChar](repeating: 0, count: 64)
-            if fgets(&buffer, 64, file) != nil {
-                let comm = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                if comm == name + "\n" { count += 1 }
-            }
-            fclose(file)
+            // open/read/close, not stdio: ThreadSanitizer's fclose interceptor crashed here (SEGV in
+            // its FILE metadata map) once a run.
+            guard task.first?.isNumber == true else { continue }
+            let file = open("/proc/self/task/\(task)/comm", O_RDONLY | O_CLOEXEC)
+            guard file >= 0 else { continue }
+            var buffer = [UInt8](repeating: 0, count: 64)
+            let length = buffer.withUnsafeMutableBytes { read(file, $0.baseAddress, $0.count) }
+            close(file)
+            if length > 0, String(decoding: buffer.prefix(length), as: UTF8.self) == name + "\n" { count += 1 }
         }
         return count
     }
