@@ -9,11 +9,13 @@ extension RealBlueZ {
     struct AdvertisingScenarios {
         @Test(arguments: AdvertisingScenario.allCases)
         func scenario(_ scenario: AdvertisingScenario) async throws {
-            guard scenario != .beaconFollowedValueByValue else {
-                // In the guest on 5.66 the beacon's values were on the air and in hci0's reports
-                // (btmon) but no value reached the scan: not understood yet, so known.
+            guard scenario != .beaconFollowedValueByValue || Guest.bluezVersion.map({ $0 > .init(5, 66) }) == true
+            else {
+                // Once in the guest on 5.66, with the host's cores busy, the beacon's values were
+                // on the air and in hci0's reports (btmon) but no value reached the scan; it passed
+                // in every run since (7 on 2026-12-01). Not understood yet, so known there.
                 await withKnownIssue(
-                    "a duplicates scan misses a broadcast beacon's reports on BlueZ", isIntermittent: true
+                    "a duplicates scan missed a broadcast beacon's reports on BlueZ 5.66", isIntermittent: true
                 ) {
                     try await withRig { rig in try await scenario.run(on: BlueZScenarioBackend(rig: rig)) }
                 }
