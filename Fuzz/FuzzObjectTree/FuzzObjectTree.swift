@@ -41,23 +41,35 @@ func testOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
                     }))
         })
     let reply = builder.reader.byte() & 0x80 == 0 ? [objects] : builder.arguments()
+    // As BlueZObjectTree.load applies it: after the signals that came before its reply was read
+    // (a 0xFD byte in the input, or the end), without what those removed or set.
+    let since = state.beginRead()
+    var snapshot: [DBusObjectPath: BlueZObjectTree.Interfaces]?
     if let message = FuzzMessages.demarshal(FuzzMessages.methodReturn(reply)) {
         defer { dbus_message_unref(message) }
-        if case .success(let values) = ConnectionCore.decodeReply(message),
-            let loaded = try? values.first.unwrapped("GetManagedObjects").decode(
+        if case .success(let values) = ConnectionCore.decodeReply(message) {
+            snapshot = try? values.first.unwrapped("GetManagedObjects").decode(
                 [DBusObjectPath: BlueZObjectTree.Interfaces].self)
-        {
-            for (path, interfaces) in loaded.sorted(by: { $0.key < $1.key }) {
-                _ = state.apply(.interfacesAdded(path, interfaces))
-            }
         }
     }
-    readEverything(state)
+    func applySnapshot(_ state: inout BlueZObjectTree.State) {
+        guard state.readsInFlight > 0 else { return }
+        _ = state.applyLoad(snapshot ?? [:], after: since)
+        state.endRead()
+        precondition(state.removedDuringReads.isEmpty, "removals are remembered only while a read is in flight")
+        readEverything(state)
+    }
 
     while !builder.reader.isAtEnd {
-        if builder.reader.byte() == 0xFE {
+        switch builder.reader.byte() {
+        case 0xFE:
             serviceLeaves(&state)
             continue
+        case 0xFD:
+            applySnapshot(&state)
+            continue
+        default:
+            break
         }
         guard let message = FuzzMessages.demarshal(builder.signal()) else { continue }
         defer { dbus_message_unref(message) }
@@ -73,6 +85,7 @@ func testOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         _ = state.apply(change)
         readEverything(state)
     }
+    applySnapshot(&state)
     serviceLeaves(&state)
     return 0
 }
