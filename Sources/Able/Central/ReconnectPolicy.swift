@@ -43,8 +43,8 @@ public struct ReconnectPolicy: Sendable, Hashable {
     }
 
     /// Whether a failed attempt is worth another: the transient failures BlueZ reports
-    /// (`le-connection-abort-by-local`, `Software caused connection abort`, `In Progress`, a
-    /// connection that dropped or timed out) and an adapter that is off, absent or whose
+    /// (`le-connection-abort-by-local`, `Software caused connection abort`, `In Progress`,
+    /// `Input/output error`, a connection that dropped or timed out) and an adapter that is off, absent or whose
     /// `bluetoothd` restarts. A refusal that another attempt would meet again (an authentication
     /// failure, a blocked device, an unsupported operation) is not.
     public static func isTransient(_ error: any Error) -> Bool {
@@ -54,8 +54,13 @@ public struct ReconnectPolicy: Sendable, Hashable {
             .notAvailable, .adapterRemoved, .daemonUnavailable, .doesNotExist:
             return true
         case .failed:
-            return ["le-connection-abort-by", "Software caused connection abort", "In Progress", "Connection refused"]
-                .contains { error.message.contains($0) } || error.message.isEmpty
+            // "Input/output error": BlueZ's Connect when the kernel's LE connection attempt failed
+            // (an adapter powered off or a link dropped meanwhile, seen in the soak on 5.82).
+            return [
+                "le-connection-abort-by", "Software caused connection abort", "In Progress", "Connection refused",
+                "Input/output error", "Connection timed out",
+            ]
+            .contains { error.message.contains($0) } || error.message.isEmpty
         case .attError:
             // A request the link drop interrupted.
             return error.attError == .unlikelyError

@@ -7,6 +7,8 @@ struct ReconnectPolicyTests {
         arguments: [
             ("org.bluez.Error.Failed", "le-connection-abort-by-local", true),
             ("org.bluez.Error.Failed", "Software caused connection abort", true),
+            ("org.bluez.Error.Failed", "Input/output error", true),
+            ("org.bluez.Error.Failed", "Connection timed out", true),
             ("org.bluez.Error.InProgress", "In Progress", true),
             ("org.bluez.Error.NotReady", "Resource Not Ready", true),
             ("org.bluez.Error.AuthenticationFailed", "Authentication Failed", false),
