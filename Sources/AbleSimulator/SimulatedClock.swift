@@ -106,6 +106,19 @@ public final class SimulatedClock: Clock, Sendable {
         /// Outside ``run(isolation:_:)``: when the code under test last asked the radio for something (a
         /// GATT operation, a connection) or went to sleep on the clock, in real time.
         var lastRequest: ContinuousClock.Instant?
+
+        /// Moves time to `deadline` and takes everything due then, in the order it was
+        /// scheduled; sleepers taken are waking until their tasks run.
+        mutating func takeDue(at deadline: Instant) -> [Wakeup] {
+            if deadline > now { now = deadline }
+            generation &+= 1
+            let ids = sleepers.filter { $0.value.deadline <= deadline }.keys.sorted()
+            return ids.compactMap { id -> Wakeup? in
+                guard let wakeup = sleepers.removeValue(forKey: id)?.wakeup else { return nil }
+                if case .continuation = wakeup { waking.insert(id) }
+                return wakeup
+            }
+        }
     }
 
     /// Outside ``run(isolation:_:)``: how many yields in a row without activity make a quiet spell.
@@ -319,16 +332,11 @@ public final class SimulatedClock: Clock, Sendable {
 
     /// Moves time to `deadline` and wakes everything due then, in the order it was scheduled.
     private func fire(at deadline: Instant) {
-        let due = state.withLock { state -> [Wakeup] in
-            if deadline > state.now { state.now = deadline }
-            state.generation &+= 1
-            let ids = state.sleepers.filter { $0.value.deadline <= deadline }.keys.sorted()
-            return ids.compactMap { id -> Wakeup? in
-                guard let wakeup = state.sleepers.removeValue(forKey: id)?.wakeup else { return nil }
-                if case .continuation = wakeup { state.waking.insert(id) }
-                return wakeup
-            }
-        }
+        wake(state.withLock { $0.takeDue(at: deadline) })
+    }
+
+    /// Resumes what ``State/takeDue(at:)`` took, in order, outside the lock.
+    private func wake(_ due: [Wakeup]) {
         for wakeup in due {
             switch wakeup {
             case .continuation(let continuation): continuation.resume()
@@ -340,7 +348,10 @@ public final class SimulatedClock: Clock, Sendable {
     /// Waits until what the last deadline woke is done: inside ``run(isolation:_:)``, the executor idle and
     /// nothing on its way; outside, a quiet spell.
     private func settle() async {
-        guard state.withLock({ $0.runScopes > 0 }) else { return await quietSpell() }
+        guard state.withLock({ $0.runScopes > 0 }) else {
+            await quietSpell()
+            return
+        }
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
             state.withLock { $0.settling.append(continuation) }
             simulation.look()
@@ -365,7 +376,11 @@ public final class SimulatedClock: Clock, Sendable {
     /// a stream holds a value its consumer has not taken: so a timeout does not overtake what came
     /// before it in simulated time. The bound keeps a test that leaves values in a stream on
     /// purpose from stopping time.
-    private func quietSpell() async {
+    ///
+    /// Returns the activity generation the spell ended quiet in: firing a deadline after it is
+    /// still right only while the generation has not moved.
+    @discardableResult
+    private func quietSpell() async -> UInt64 {
         var quiet = 0
         var busySpells = 0
         var seen = state.withLock { $0.generation }
@@ -388,7 +403,7 @@ public final class SimulatedClock: Clock, Sendable {
                 }
             }
             let (checks, waking) = state.withLock { ($0.handOffChecks + $0.unseenWorkChecks, $0.waking) }
-            guard busySpells < Self.busySpells, !waking.isEmpty || checks.contains(where: { $0() }) else { return }
+            guard busySpells < Self.busySpells, !waking.isEmpty || checks.contains(where: { $0() }) else { return seen }
             busySpells += 1
             quiet = 0
         }
@@ -408,24 +423,30 @@ public final class SimulatedClock: Clock, Sendable {
 
     private func drive() async {
         while true {
-            await quietSpell()
+            let quietGeneration = await quietSpell()
             // A body that started meanwhile owns time from now: the executor fires deadlines.
-            guard fireEarliest(exact: false) else { return }
+            guard fireEarliest(exact: false, quietSince: quietGeneration) else { return }
         }
     }
 
     /// Fires the earliest deadline if the clock is in the given state (exact: a ``run(isolation:_:)`` body
-    /// under way); else, outside ``run(isolation:_:)``, stops the driver. Returns whether it fired.
-    private func fireEarliest(exact: Bool) -> Bool {
-        let next = state.withLock { state -> Instant? in
+    /// under way); else, outside ``run(isolation:_:)``, stops the driver. Returns whether the caller
+    /// should go on: a deadline fired, or (outside ``run(isolation:_:)``) the radio saw activity after
+    /// the quiet spell in `quietSince` ended, so the spell no longer counts and another is needed.
+    private func fireEarliest(exact: Bool, quietSince: UInt64? = nil) -> Bool {
+        let due = state.withLock { state -> [Wakeup]? in
             guard (state.runScopes > 0) == exact, let earliest = state.sleepers.values.map(\.deadline).min() else {
                 if !exact { state.isDriving = false }
                 return nil
             }
-            return earliest
+            // Decided under the same lock as the firing: a step of the code under test that
+            // began after the spell ended must not see its timeout fire right after it asked the
+            // radio for something.
+            if let quietSince, state.generation != quietSince { return [] }
+            return state.takeDue(at: earliest)
         }
-        guard let next else { return false }
-        fire(at: next)
+        guard let due else { return false }
+        wake(due)
         return true
     }
 
