@@ -216,9 +216,9 @@ struct PeripheralTests {
         try await withDevice { fake, device, adapter, _ in
             let scan = try await adapter.scan(ScanFilter(serviceUUIDs: [SeedService.a.uuid]))
             fake.report(Self.address, rssi: -45)
-            let discovery = try await scan.first(timeout: .seconds(3).allowingForSanitizers)
+            let discovery = try await scan.first(timeout: .seconds(10).allowingForSanitizers)
             let task = Task {
-                try await adapter.withConnection(to: discovery, timeout: .seconds(3).allowingForSanitizers) {
+                try await adapter.withConnection(to: discovery, timeout: .seconds(10).allowingForSanitizers) {
                     peripheral in
                     for try await _ in try await peripheral.notifications(of: SeedCharacteristic.b2) {}
                 }
@@ -242,8 +242,8 @@ struct PeripheralTests {
             let scan = try await adapter.scan(ScanFilter(serviceUUIDs: [SeedService.a.uuid, SeedService.b.uuid]))
             try await fake.addDevice("00:11:22:33:44:66", name: "other", uuids: [])
             fake.report(Self.address, rssi: -45)
-            let discovery = try await scan.first(timeout: .seconds(3).allowingForSanitizers)
-            let values = try await adapter.withConnection(to: discovery, timeout: .seconds(3).allowingForSanitizers) {
+            let discovery = try await scan.first(timeout: .seconds(10).allowingForSanitizers)
+            let values = try await adapter.withConnection(to: discovery, timeout: .seconds(10).allowingForSanitizers) {
                 peripheral in
                 let a1 = try await peripheral.read(SeedCharacteristic.a1)
                 let count = Int(try await peripheral.read(SeedCharacteristic.b1)[0])
