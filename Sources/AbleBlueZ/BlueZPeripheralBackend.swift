@@ -257,7 +257,15 @@ struct BlueZPeripheralBackend: PeripheralBackend {
 
     /// How long a failed request waits for BlueZ to report the link down before the failure is
     /// taken for what BlueZ said.
-    static let linkLossGrace = Duration.seconds(2)
+    ///
+    /// A peripheral that disconnects us answers our pending requests first (an Able server does,
+    /// so that BlueZ never answers through a freed channel), and its `bluetoothd` drops the link
+    /// 2 s after `Device1.Disconnect` (`DISCONNECT_TIMER` in src/device.c, every version): the
+    /// grace covers that and the time the news takes to reach us.
+    static let linkLossGrace = Duration.seconds(4)
+
+    /// How long a request BlueZ has not answered may wait after BlueZ announces the link down.
+    static let unansweredGrace = Duration.seconds(2)
 
     /// Runs a GATT request, reporting a failure caused by the link dropping as
     /// ``BluetoothError/Code/disconnected``.
@@ -279,7 +287,7 @@ struct BlueZPeripheralBackend: PeripheralBackend {
         }
     }
 
-    /// Runs `body`, a GATT request, until BlueZ answers it, or until ``linkLossGrace`` after BlueZ
+    /// Runs `body`, a GATT request, until BlueZ answers it, or until ``unansweredGrace`` after BlueZ
     /// announces the link down without answering, which fails it as ``BluetoothError/Code/notConnected``.
     ///
     /// BlueZ 5.82 never answers a request whose link drops while the request waits for the pairing
@@ -297,7 +305,7 @@ struct BlueZPeripheralBackend: PeripheralBackend {
             group.addTask { try await body() }
             group.addTask {
                 for await change in changes where Self.endsLink(change, of: path) {
-                    try await Task.sleep(for: Self.linkLossGrace)
+                    try await Task.sleep(for: Self.unansweredGrace)
                     throw BluetoothError(
                         .notConnected, message: "BlueZ did not answer the request after the link went down")
                 }

@@ -11,6 +11,20 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
 
     var isConnected: Bool { radio.state.withLock { $0.connections.contains(connection) } }
 
+    /// How long a request failed with an Unlikely Error waits for the link to drop before the
+    /// failure is taken for what the server said: BlueZ's `linkLossGrace`, on the radio's clock.
+    static let linkLossGrace = Duration.seconds(4)
+
+    /// Whether the link is down now, or goes down within `grace` of simulated time.
+    private func linkDrops(within grace: Duration) async throws -> Bool {
+        let deadline = radio.clock.now.advanced(by: grace)
+        while isConnected {
+            guard radio.clock.now < deadline else { return false }
+            try await radio.clock.sleep(for: .milliseconds(50))
+        }
+        return true
+    }
+
     var isPaired: Bool { radio.state.withLock { $0.devices[address]?.paired.contains(central) == true } }
 
     /// Connects in simulated time: the link comes up after the peripheral's connection time,
@@ -278,7 +292,14 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             do {
                 result = try await operation(core, id)
             } catch let error as ATTError {
-                throw BluetoothError.asBlueZReports(error)
+                let reported = BluetoothError.asBlueZReports(error)
+                // As Able reports it on BlueZ: an Unlikely Error with the link dropping within
+                // the grace is the disconnect (a server disconnecting its central answers the
+                // central's pending requests with it first).
+                guard error == .unlikelyError, try await linkDrops(within: Self.linkLossGrace) else { throw reported }
+                throw BluetoothError(
+                    .disconnected, message: "\(address) disconnected during the request", cause: reported,
+                    errorName: reported.errorName, attError: error)
             }
             // A request whose link dropped while it was in flight gets no answer.
             guard isConnected else {

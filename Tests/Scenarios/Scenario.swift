@@ -9,6 +9,7 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
     case readingAndWriting
     case exactlyNNotifications
     case serverHandlersAndATTErrors
+    case aServerDisconnectingACentralAnswersItsPendingRequests
     case subscriptionAndConnectionEvents
     case l2capEcho
     case seed002
@@ -32,6 +33,8 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
             case .readingAndWriting: try await Self.readingAndWriting(backend)
             case .exactlyNNotifications: try await Self.exactlyNNotifications(backend)
             case .serverHandlersAndATTErrors: try await Self.serverHandlersAndATTErrors(backend)
+            case .aServerDisconnectingACentralAnswersItsPendingRequests:
+                try await Self.aServerDisconnectingACentralAnswersItsPendingRequests(backend)
             case .subscriptionAndConnectionEvents: try await Self.subscriptionAndConnectionEvents(backend)
             case .l2capEcho: try await Self.l2capEcho(backend)
             case .seed002: try await Self.seed002(backend)
@@ -194,6 +197,46 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
             #expect(notReadable?.code == .notPermitted)
             #expect(notReadable?.errorName == "org.bluez.Error.NotPermitted")
             #expect(notReadable?.message == "Read not permitted")
+        }
+    }
+
+    /// A server that disconnects a central while a handler of the central's read is still working
+    /// answers the read at once (BlueZ must never answer it through the freed channel), cancels the
+    /// handler and drops what it returns; the central's read fails as the disconnect it is, without
+    /// waiting for the handler.
+    static func aServerDisconnectingACentralAnswersItsPendingRequests(_ backend: some ScenarioBackend) async throws {
+        let service = BluetoothUUID.random()
+        let slow = CharacteristicID(.random(), service: service)
+        let readers = Recorder<Central?>()
+        let handlerEnds = Recorder<Bool>()
+        let definition = GATTServerDefinition {
+            Service(service) { Characteristic(slow.uuid, properties: [.read]) }
+            OnRead([slow.uuid]) { request in
+                readers.append(request.central)
+                // Far longer than the test may wait: only the cancellation ends it early.
+                try? await backend.pause(.seconds(120))
+                handlerEnds.append(Task.isCancelled)
+                return [1]
+            }
+        }
+        let centralAddress = try #require(await backend.central.state.address)
+        try await withConnection(backend, serving: definition, advertising: service) { server, peripheral in
+            async let outcome: Result<[UInt8], any Error> = {
+                do { return .success(try await peripheral.read(slow)) } catch { return .failure(error) }
+            }()
+            try await backend.eventually("the server's handler to start reading") { !readers.all.isEmpty }
+            let central = try #require(readers.all.first ?? nil, "the server was not told who reads")
+            #expect(central.address == centralAddress)
+            try await server.disconnect(central)
+            switch await outcome {
+            case .success(let value): Issue.record("the read returned \(value) after the server disconnected")
+            case .failure(let error):
+                let error = try #require(error as? BluetoothError, "the read threw \(error)")
+                #expect(error.code == .disconnected, "the read threw \(error.debugDescription)")
+            }
+            try await backend.eventually("the handler to be cancelled") { handlerEnds.all == [true] }
+            try await backend.eventually("the central to see the link drop") { await !peripheral.isConnected }
+            try await backend.eventually("the server to see the central go") { await server.connectedCentrals.isEmpty }
         }
     }
 

@@ -310,8 +310,13 @@ public actor GATTServer {
 
     /// Disconnects a central.
     ///
+    /// Requests of the central whose handlers are still running are answered first, with
+    /// ``ATTError/unlikelyError``, and their handlers' tasks are cancelled; what those handlers
+    /// return afterwards is dropped. The central sees its requests fail as the link drops.
+    ///
     /// The corresponding BlueZ method is `org.bluez.Device1.Disconnect`.
     public func disconnect(_ central: Central) async throws {
+        core.abandonRequests(of: central)
         try await backend.disconnect(central)
     }
 
@@ -321,7 +326,7 @@ public actor GATTServer {
         guard state == .open else { return }
         state = .closed
         if core.definition.managesDevicesAutomatically {
-            for central in backend.connectedCentrals { try? await backend.disconnect(central) }
+            for central in backend.connectedCentrals { try? await disconnect(central) }
         }
         await backend.close()
         eventContinuation?.finish()

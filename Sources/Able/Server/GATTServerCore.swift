@@ -21,6 +21,8 @@ package final class GATTServerCore: Sendable {
 
     package let definition: GATTServerDefinition
     private let values: Lock<[AttributeID: [UInt8]]>
+    /// The handlers running for a central, which ``abandonRequests(of:)`` answers at once.
+    private let running = RunningRequests()
 
     package init(definition: GATTServerDefinition) {
         self.definition = definition
@@ -54,6 +56,23 @@ package final class GATTServerCore: Sendable {
 
     package func store(_ value: [UInt8], for id: AttributeID) { values.withLock { $0[id] = value } }
 
+    /// Answers every request of `central` whose handler is still running with
+    /// ``ATTError/unlikelyError``, and cancels those handlers: what they return later is dropped.
+    /// The server calls it before it asks the backend to disconnect the central, so that no answer
+    /// reaches `bluetoothd` after the link is gone (see ``RunningRequests``).
+    package func abandonRequests(of central: Central) {
+        running.abandon(central)
+    }
+
+    /// Runs a read or write handler: in a task of its own when the request names its central, so
+    /// that ``abandonRequests(of:)`` can answer it first.
+    private func runHandler<T: Sendable>(for central: Central?, _ handler: @escaping @Sendable () async throws -> T)
+        async throws -> T
+    {
+        guard let central else { return try await handler() }
+        return try await running.run(for: central, handler)
+    }
+
     /// Answers a read: the handler's value, or the stored one from `offset`.
     ///
     /// - Throws: Only ``ATTError``: a handler's other errors become ``ATTError/unlikelyError``.
@@ -75,7 +94,7 @@ package final class GATTServerCore: Sendable {
             central: central, offset: offset, mtu: mtu, storedValue: stored)
         let value: [UInt8]
         do {
-            value = try await handler(request)
+            value = try await runHandler(for: central) { try await handler(request) }
         } catch let error as ATTError {
             throw error
         } catch {
@@ -108,7 +127,7 @@ package final class GATTServerCore: Sendable {
                 characteristicUUID: descriptor == nil ? nil : characteristic.uuid, value: value, offset: offset,
                 kind: kind, central: central, mtu: mtu, storedValue: stored, isPrepared: prepared)
             do {
-                response = try await handler(request)
+                response = try await runHandler(for: central) { try await handler(request) }
             } catch let error as ATTError {
                 throw error
             } catch {
