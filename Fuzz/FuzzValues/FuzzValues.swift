@@ -39,11 +39,13 @@ private func advertisingData(_ bytes: [UInt8]) {
     guard let again = try? AdvertisementData(advertisingBytes: encoded) else {
         fatalError("advertising data Able encoded does not parse: \(encoded)")
     }
-    // The encoding groups service UUIDs by width, so only their order may change.
+    // The encoding groups service and solicited UUIDs by width, so only their order may change.
     var reordered = again
     reordered.serviceUUIDs = parsed.serviceUUIDs
+    reordered.solicitedUUIDs = parsed.solicitedUUIDs
     check(
-        reordered == parsed && Set(again.serviceUUIDs) == Set(parsed.serviceUUIDs),
+        reordered == parsed && Set(again.serviceUUIDs) == Set(parsed.serviceUUIDs)
+            && Set(again.solicitedUUIDs) == Set(parsed.solicitedUUIDs),
         "advertising data changed on the way through its bytes: \(parsed) became \(again)")
 }
 
