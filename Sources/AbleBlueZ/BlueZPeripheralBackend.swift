@@ -255,15 +255,6 @@ struct BlueZPeripheralBackend: PeripheralBackend {
         }
     }
 
-    /// How long a failed request waits for BlueZ to report the link down before the failure is
-    /// taken for what BlueZ said.
-    ///
-    /// A peripheral that disconnects us answers our pending requests first (an Able server does,
-    /// so that BlueZ never answers through a freed channel), and its `bluetoothd` drops the link
-    /// 2 s after `Device1.Disconnect` (`DISCONNECT_TIMER` in src/device.c, every version): the
-    /// grace covers that and the time the news takes to reach us.
-    static let linkLossGrace = Duration.seconds(4)
-
     /// How long a request BlueZ has not answered may wait after BlueZ announces the link down.
     static let unansweredGrace = Duration.seconds(2)
 

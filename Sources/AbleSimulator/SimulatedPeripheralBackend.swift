@@ -11,10 +11,6 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
 
     var isConnected: Bool { radio.state.withLock { $0.connections.contains(connection) } }
 
-    /// How long a request failed with an Unlikely Error waits for the link to drop before the
-    /// failure is taken for what the server said: BlueZ's `linkLossGrace`, on the radio's clock.
-    static let linkLossGrace = Duration.seconds(4)
-
     /// Whether the link is down now, or goes down within `grace` of simulated time.
     private func linkDrops(within grace: Duration) async throws -> Bool {
         let deadline = radio.clock.now.advanced(by: grace)

@@ -33,3 +33,16 @@ package protocol PeripheralBackend: Sendable {
     /// Opens an L2CAP LE credit-based channel to `psm` on the peripheral.
     func openL2CAPChannel(psm: PSM, _ options: L2CAPOptions, timeout: Duration) async throws -> L2CAPChannel
 }
+
+extension PeripheralBackend {
+    /// How long a request that failed with ATT's Unlikely Error waits for the link to drop before
+    /// the failure is taken for what the peripheral said; if the link drops within it, the request
+    /// failed as ``BluetoothError/Code/disconnected``.
+    ///
+    /// A peripheral that disconnects us answers our pending requests first (an Able server does,
+    /// so that BlueZ never answers through a freed channel), and its `bluetoothd` drops the link
+    /// 2 s after `Device1.Disconnect` (`DISCONNECT_TIMER` in src/device.c, every version): the
+    /// grace covers that and the time the news takes to reach us. Both backends use it: BlueZ's in
+    /// real time, the simulator's on the radio's clock.
+    package static var linkLossGrace: Duration { .seconds(4) }
+}
