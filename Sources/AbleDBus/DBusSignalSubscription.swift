@@ -2,10 +2,10 @@ import AbleStreams
 
 /// A subscription made with ``DBusConnection/subscribe(matching:handler:onEnd:)``.
 public final class DBusSignalSubscription: Sendable {
-    private let end: Lock<(@Sendable () -> Void)?>
+    private let end: Lock<EndHandler<Void>?>
 
     init(end: @escaping @Sendable () -> Void) {
-        self.end = Lock(end)
+        self.end = Lock(EndHandler(call: end))
     }
 
     /// Ends the subscription and removes its match rule; calling it again does nothing.
@@ -13,7 +13,7 @@ public final class DBusSignalSubscription: Sendable {
         end.withLock { end in
             defer { end = nil }
             return end
-        }?()
+        }?.call(())
     }
 
     deinit {

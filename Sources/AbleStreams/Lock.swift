@@ -14,6 +14,10 @@
 ///
 /// The mutex and the value live on the heap, where they never move. The lock is not
 /// recursive: calling `withLock` again from inside the body deadlocks.
+///
+/// Keep a closure in a struct rather than as the value itself (`Lock<(() -> Void)?>`): in a debug
+/// build, every `withLock` on a bare function-typed value wraps it in one more reabstraction
+/// thunk, so the value grows with each access and calling it at last can overflow the stack.
 package final class Lock<Value>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     // The lock gives the value a region of its own, as `Mutex` does: only its holder reaches it.

@@ -1,25 +1,26 @@
 import AbleStreams
 
 /// Hands signals to a closure, decoded or read in place, until finished.
-final class HandlerReceiver: SignalReceiver {
-    enum Handler {
+package final class HandlerReceiver: SignalReceiver {
+    package enum Handler {
         case decoded(@Sendable (DBusSignal) -> Void)
         case inPlace(@Sendable (DBusSignalView) -> Void)
     }
 
     private let handler: Handler
-    private let onEnd: Lock<(@Sendable ((any Error)?) -> Void)?>
+    /// Every signal reads this, to deliver nothing once the subscription ended.
+    private let onEnd: Lock<EndHandler<(any Error)?>?>
 
-    init(handler: Handler, onEnd: @escaping @Sendable ((any Error)?) -> Void) {
+    package init(handler: Handler, onEnd: @escaping @Sendable ((any Error)?) -> Void) {
         self.handler = handler
-        self.onEnd = Lock(onEnd)
+        self.onEnd = Lock(EndHandler(call: onEnd))
     }
 
     var readsInPlace: Bool {
         if case .inPlace = handler { true } else { false }
     }
 
-    func yield(_ signal: DBusSignal) {
+    package func yield(_ signal: DBusSignal) {
         // A cancelled subscription may still be in the core's table for a moment: deliver nothing.
         guard case .decoded(let handler) = handler, onEnd.withLock({ $0 != nil }) else { return }
         handler(signal)
@@ -30,10 +31,18 @@ final class HandlerReceiver: SignalReceiver {
         handler(view)
     }
 
-    func finish(throwing error: (any Error)?) {
+    package func finish(throwing error: (any Error)?) {
         onEnd.withLock { onEnd in
             defer { onEnd = nil }
             return onEnd
-        }?(error)
+        }?.call(error)
     }
+}
+
+/// A closure as a ``Lock``'s value, wrapped in a struct. Without optimisation (a debug build)
+/// Swift reabstracts a bare function-typed value on every `withLock`, and each access wrapped it in
+/// one more thunk: 96 bytes for each signal a subscription received, and a stack overflow when the
+/// end finally called through them all. A struct keeps its closure as it is.
+struct EndHandler<Argument>: Sendable {
+    let call: @Sendable (Argument) -> Void
 }
