@@ -21,12 +21,14 @@ let package = Package(
             pkgConfig: "bluez",
             providers: [.apt(["libbluetooth-dev"])]
         ),
+        // glibc's <malloc.h>, for the soak's heap figures (part of libc: nothing to install).
+        .systemLibrary(name: "CMalloc"),
         .target(name: "AbleStreams"),
         .target(name: "AbleDBus", dependencies: ["AbleStreams", "CDBus"]),
         .target(name: "Able", dependencies: ["AbleStreams"]),
         .target(name: "AbleBlueZ", dependencies: ["Able", "AbleDBus", "AbleStreams", "CBluetooth"]),
         .target(name: "AbleSimulator", dependencies: ["Able", "AbleStreams"]),
-        .target(name: "AbleCommand", dependencies: ["Able", "AbleBlueZ", "AbleSimulator", "AbleStreams"]),
+        .target(name: "AbleCommand", dependencies: ["Able", "AbleBlueZ", "AbleSimulator", "AbleStreams", "CMalloc"]),
         .executableTarget(name: "able", dependencies: ["AbleCommand"]),
         .executableTarget(
             name: "AbleBenchmarks",

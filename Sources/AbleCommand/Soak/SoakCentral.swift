@@ -38,8 +38,8 @@ struct SoakCentral: Sendable {
         ]
         var samples = SoakSamples(baseline: baseline)
         try? await adapter.sleep(for: duration / 4)
-        samples.warm = ProcessSample.now()
-        say("warm (after \(duration / 4)): \(samples.warm!)")
+        samples.quarter = ProcessSample.now()
+        say("a quarter of the way (after \(duration / 4)): \(samples.quarter!)")
         try? await adapter.sleep(for: duration / 4)
         samples.middle = ProcessSample.now()
         say("middle (after \(duration / 2)): \(samples.middle!)")
@@ -232,11 +232,11 @@ struct SoakCentral: Sendable {
     }
 }
 
-/// The process samples a soak takes: before any work, after warming up (a quarter of the way),
-/// in the middle, and once everything stopped.
+/// The process samples a soak takes: before any work, a quarter of the way, in the middle (the
+/// end of the warm-up), and once everything stopped.
 struct SoakSamples: Sendable {
     var baseline: ProcessSample
-    var warm: ProcessSample?
+    var quarter: ProcessSample?
     var middle: ProcessSample?
     var end: ProcessSample?
 }

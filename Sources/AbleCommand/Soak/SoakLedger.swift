@@ -1,5 +1,6 @@
 import Able
 import AbleStreams
+import CMalloc
 
 /// What a soak counts: operations completed and errors per kind, values lost or duplicated on
 /// the paths that survived, and the longest time without any completed operation.
@@ -87,9 +88,14 @@ final class SoakLedger: Sendable {
     }
 }
 
-/// The process's resident memory and open file descriptors, from `/proc/self`.
+/// The process's memory and open file descriptors.
 struct ProcessSample: Sendable, CustomStringConvertible {
+    /// Resident memory (`VmRSS`), what the soak judges: it also counts the program's code as
+    /// recovery paths first page it in, and the free memory malloc's arenas keep.
     var residentKiB: Int
+    /// The bytes the program has allocated and not freed (glibc's `mallinfo2`: chunks in use in
+    /// every arena, and those mapped on their own).
+    var heapInUseKiB: Int
     var openFileDescriptors: Int
     /// What each open descriptor refers to (`socket:[…]`, `anon_inode:[eventfd]`, a path).
     var fileDescriptorTargets: [String]
@@ -100,9 +106,14 @@ struct ProcessSample: Sendable, CustomStringConvertible {
         let rss =
             status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
             .flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") } ?? 0
+        let heap = mallinfo2()
         let targets = ProcFS.descriptorTargets()
-        return ProcessSample(residentKiB: rss, openFileDescriptors: targets.count, fileDescriptorTargets: targets)
+        return ProcessSample(
+            residentKiB: rss, heapInUseKiB: (heap.uordblks + heap.hblkhd) / 1024, openFileDescriptors: targets.count,
+            fileDescriptorTargets: targets)
     }
 
-    var description: String { "\(residentKiB) KiB resident, \(openFileDescriptors) fds" }
+    var description: String {
+        "\(residentKiB) KiB resident, \(heapInUseKiB) KiB heap in use, \(openFileDescriptors) fds"
+    }
 }

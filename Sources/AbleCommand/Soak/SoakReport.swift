@@ -2,7 +2,17 @@
 struct SoakReport: Sendable {
     /// The kinds of operation each of which must have completed at least once.
     static let requiredKinds = ["read", "write", "notification", "l2cap echo"]
-    /// The most resident memory may grow after warming up, as a fraction.
+    /// The most resident memory may grow over the second half of the soak, as a fraction.
+    ///
+    /// The first half is the warm-up: its faults (one every 20–30 s, a bluetoothd restart first)
+    /// run the recovery paths for the first time, which pages in their code and sizes caches and
+    /// buffers once. Growth after that is a leak's. (A 2-minute soak that ended its warm-up at a
+    /// quarter, before the first fault, failed at 15 %: all of it across the first bluetoothd
+    /// restart, and none after.)
+    ///
+    /// The heap in use is printed beside it, not judged: it follows what bluetoothd exports, which
+    /// Able's object tree mirrors (a connected device's GATT objects are about 100 KiB of it), so
+    /// it moves by a fifth between two moments of a healthy soak.
     static let allowedGrowth = 0.10
 
     var lines: [String] = []
@@ -30,19 +40,20 @@ struct SoakReport: Sendable {
         if !lost.isEmpty { failures.append("values lost: \(Self.list(lost))") }
         if !duplicated.isEmpty { failures.append("values duplicated: \(Self.list(duplicated))") }
 
-        let all = [samples.baseline, samples.warm, samples.middle, samples.end]
+        let all = [samples.baseline, samples.quarter, samples.middle, samples.end]
         func row(_ name: String, _ value: (ProcessSample) -> Int) -> String {
             "\(name): "
-                + zip(["start", "warm", "middle", "end"], all)
+                + zip(["start", "quarter", "middle", "end"], all)
                 .map { "\($0) \($1.map { "\(value($0))" } ?? "-")" }.joined(separator: ", ")
         }
         lines.append(row("resident memory (KiB)", \.residentKiB))
+        lines.append(row("heap in use (KiB)", \.heapInUseKiB))
         lines.append(row("open fds", \.openFileDescriptors))
-        if let warm = samples.warm, let end = samples.end, warm.residentKiB > 0 {
-            let growth = Double(end.residentKiB - warm.residentKiB) / Double(warm.residentKiB)
-            lines.append("memory growth after warm-up: \((growth * 100).formatted(places: 1)) %")
+        if let middle = samples.middle, let end = samples.end, middle.residentKiB > 0 {
+            let growth = Double(end.residentKiB - middle.residentKiB) / Double(middle.residentKiB)
+            lines.append("resident memory growth over the second half: \((growth * 100).formatted(places: 1)) %")
             if growth >= Self.allowedGrowth {
-                failures.append("resident memory grew \((growth * 100).formatted(places: 1)) % after warm-up")
+                failures.append("resident memory grew \((growth * 100).formatted(places: 1)) % over the second half")
             }
         } else {
             failures.append("memory not sampled")
