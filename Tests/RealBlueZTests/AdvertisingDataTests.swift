@@ -1,4 +1,5 @@
 import Able
+import AbleBlueZ
 import AbleScenarios
 import Foundation
 import Testing

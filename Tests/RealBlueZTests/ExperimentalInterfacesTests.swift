@@ -1,4 +1,5 @@
 import Able
+import AbleBlueZ
 import AbleScenarios
 import Testing
 
@@ -27,7 +28,7 @@ extension RealBlueZ {
                     // BlueZ reads scan response fields (`ScanResponse*`) from 5.80, and only
                     // with -E; 5.66 has no such properties, so Able refuses them there.
                     try await AdvertisingScenario.scanResponseData.run(
-                        on: BlueZScenarioBackend(rig: rig), requiringSupport: version >= Guest.BlueZVersion(5, 80))
+                        on: BlueZScenarioBackend(rig: rig), requiringSupport: version >= BlueZVersion(5, 80))
                 }
             }
         }

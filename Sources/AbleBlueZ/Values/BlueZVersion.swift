@@ -3,14 +3,21 @@ import AbleDBus
 
 /// The version of the `bluetoothd` serving an adapter, read from the adapter's `Modalias`
 /// (`usb:v1D6Bp0246dXXXX`, where the device number is the major version in its high byte and the
-/// minor in its low byte: `d0542` is 5.66, `d0552` is 5.82).
-struct BlueZVersion: Comparable, Sendable, CustomStringConvertible {
-    var major: Int
-    var minor: Int
+/// minor in its low byte: `d0542` is 5.66, `d0552` is 5.82), or from text such as `5.82`.
+package struct BlueZVersion: Comparable, Sendable, CustomStringConvertible {
+    package var major: Int
+    package var minor: Int
 
-    init(_ major: Int, _ minor: Int) {
+    package init(_ major: Int, _ minor: Int) {
         self.major = major
         self.minor = minor
+    }
+
+    /// Reads `major.minor` (`5.82`, as `bluetoothd --version` prints it); `nil` for anything else.
+    package init?(_ text: String) {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 2, let major = Int(parts[0]), let minor = Int(parts[1]) else { return nil }
+        self.init(major, minor)
     }
 
     /// Parses a `Modalias`; `nil` for one that is not BlueZ's own.
@@ -20,11 +27,11 @@ struct BlueZVersion: Comparable, Sendable, CustomStringConvertible {
         self.init(Int(number >> 8), Int(number & 0xFF))
     }
 
-    static func < (lhs: BlueZVersion, rhs: BlueZVersion) -> Bool {
+    package static func < (lhs: BlueZVersion, rhs: BlueZVersion) -> Bool {
         (lhs.major, lhs.minor) < (rhs.major, rhs.minor)
     }
 
-    var description: String { "\(major).\(minor)" }
+    package var description: String { "\(major).\(minor)" }
 
     /// From 5.69 `bluetoothd` asks a server's `AcquireNotify` for a socket per central, naming it
     /// in the `device` option (commit "gatt: Fix not establishing a socket for each device");

@@ -1,3 +1,4 @@
+import AbleBlueZ
 import Foundation
 import Testing
 
@@ -18,30 +19,8 @@ enum Guest {
     static var secondCentral: String { environment["ABLE_BLUEZ_SECOND_CENTRAL"] ?? "hci2" }
 
     /// The version of the guest's `bluetoothd` (`ABLE_BLUEZ_VERSION`: `5.66` or `5.82`), or `nil`
-    /// outside the guest.
+    /// outside the guest; ordered, as in `Guest.bluezVersion! >= BlueZVersion(5, 70)`.
     static var bluezVersion: BlueZVersion? { environment["ABLE_BLUEZ_VERSION"].flatMap(BlueZVersion.init) }
-
-    /// A BlueZ version, `major.minor`, ordered: `Guest.bluezVersion! >= BlueZVersion(5, 70)`.
-    struct BlueZVersion: Comparable, CustomStringConvertible, Sendable {
-        let major: Int
-        let minor: Int
-
-        init(_ major: Int, _ minor: Int) {
-            self.major = major
-            self.minor = minor
-        }
-
-        /// Reads `5.82` (what `bluetoothd --version` prints).
-        init?(_ text: String) {
-            let parts = text.split(separator: ".")
-            guard parts.count == 2, let major = Int(parts[0]), let minor = Int(parts[1]) else { return nil }
-            self.init(major, minor)
-        }
-
-        var description: String { "\(major).\(minor)" }
-
-        static func < (lhs: Self, rhs: Self) -> Bool { (lhs.major, lhs.minor) < (rhs.major, rhs.minor) }
-    }
 
     /// Runs the guest's `restart-bluetoothd` script and waits for it to exit.
     ///
