@@ -4,7 +4,7 @@ import Able
 /// QEMU guest.
 ///
 /// `able soak --role server` serves ``SoakServer`` on its adapter until stopped (the soak kills
-/// and restarts it on purpose). `able soak` (the central) works a ``MaintainedConnection`` to
+/// and restarts it on purpose); at start it waits up to a minute for `bluetoothd` and the adapter. `able soak` (the central) works a ``MaintainedConnection`` to
 /// the server for the duration, as ``SoakCentral`` describes, while `Scripts/bluez-vm/guest-soak`
 /// injects the faults; then it prints what it counted and measured and fails (status 1) when a
 /// criterion is not met:
@@ -63,11 +63,12 @@ struct SoakCommand: Command {
 
     func run(in context: CommandContext) async throws {
         let console = context.console
-        let adapter = try await context.adapter(self.adapter)
         switch role {
         case .server:
+            let adapter = try await Self.whenAvailable(self.adapter, in: context)
             try await SoakServer(adapter: adapter, console: console).run()
         case .central:
+            let adapter = try await context.adapter(self.adapter)
             let address: BluetoothAddress
             if let given = BluetoothAddress(server) {
                 address = given
@@ -86,6 +87,30 @@ struct SoakCommand: Command {
             for line in report.lines { console.result(line, json: .object([("report", .string(line))])) }
             guard report.failures.isEmpty else {
                 throw BluetoothError(.failed, message: "the soak failed: \(report.failures.joined(separator: "; "))")
+            }
+        }
+    }
+
+    /// How long the server waits at start for `bluetoothd` and its adapter.
+    static let startWait = Duration.seconds(60)
+
+    /// The adapter `name`, waiting up to ``startWait`` while `bluetoothd` is away or has not
+    /// registered it yet: the soak starts the server again at any moment, a `bluetoothd`
+    /// restart included, as a system starts a server at boot.
+    private static func whenAvailable(_ name: String, in context: CommandContext) async throws -> Adapter {
+        let deadline = ContinuousClock.now.advanced(by: startWait)
+        var said = false
+        while true {
+            do {
+                return try await context.adapter(name)
+            } catch let error as BluetoothError
+                where [.daemonUnavailable, .doesNotExist].contains(error.code) && ContinuousClock.now < deadline
+            {
+                if !said {
+                    context.console.progress("server: waiting for \(name): \(error.message)")
+                    said = true
+                }
+                try await Task.sleep(for: .milliseconds(500))
             }
         }
     }
