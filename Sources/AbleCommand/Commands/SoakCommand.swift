@@ -14,7 +14,7 @@ import Able
 /// - each of reads, writes, notifications and L2CAP echoes completed at least once;
 /// - resident memory at the end is less than 10 % above what it was in the middle (the first half
 ///   is the warm-up; see ``SoakReport/allowedGrowth``), and the open file descriptors are back to
-///   the baseline;
+///   the baseline, libdispatch's timerfds aside (``SoakReport/dispatchClocks``);
 /// - no stall (time without a completed read, write, notification or echo) is longer than
 ///   `--max-stall`.
 struct SoakCommand: Command {

@@ -1,6 +1,5 @@
 import Able
 import AbleStreams
-import Dispatch
 
 /// The central side of `able soak`: keeps the server connected with a ``MaintainedConnection``
 /// and works it without pause for the soak's duration, while a scan runs beside it.
@@ -26,7 +25,6 @@ struct SoakCentral: Sendable {
 
     /// Works the connection for `duration`, then stops everything; returns the samples taken.
     func run(for duration: Duration) async -> SoakSamples {
-        await Self.startRuntimeTimers()
         let baseline = ProcessSample.now()
         say("baseline: \(baseline)")
         let connection = Lock(adapter.maintainConnection(to: serverAddress, policy: Self.policy))
@@ -54,21 +52,6 @@ struct SoakCentral: Sendable {
         samples.end = ProcessSample.now()
         say("end (everything stopped): \(samples.end!)")
         return samples
-    }
-
-    /// Starts libdispatch's timers on each of its clocks. libdispatch opens a `timerfd` for a
-    /// clock the first time a timer uses it (Swift's `Task.sleep` one clock, `DispatchTime`
-    /// deadlines such as the L2CAP connect timeout another) and keeps it for the process's
-    /// life: started before the baseline, they are not counted as descriptors the soak left open.
-    private static func startRuntimeTimers() async {
-        try? await Task.sleep(for: .milliseconds(20))
-        try? await Task.sleep(for: .milliseconds(20), clock: .suspending)
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) { continuation.resume() }
-        }
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().asyncAfter(wallDeadline: .now() + .milliseconds(20)) { continuation.resume() }
-        }
     }
 
     /// Prints the maintained connection's states as they change. A connection that gives up
