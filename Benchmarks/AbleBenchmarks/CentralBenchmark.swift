@@ -59,3 +59,65 @@ func runCentralNotifications(address: String, count: Int, onLoop: Bool = false) 
     await connection.close()
     return check.measurement(expecting: count, start: start, end: end, dropped: dropped)
 }
+
+/// `central-notify-socket`: as `central-notifications`, but through the characteristic's own
+/// socket (`notifications(of:delivery: .socket)`), which the fake answers `AcquireNotify` with and
+/// then writes the values into: what `socket-client.c … notify` does with `read(2)`.
+func runCentralNotifySocket(address: String, count: Int) async throws -> Measurement {
+    let connection = try await DBusConnection.connect(to: .address(address))
+    let adapter = try await Adapter.bluez(named: FakeBlueZShape.adapter, on: connection)
+    let peripheral = adapter.peripheral(address: FakeBlueZShape.peripheral)
+    try await peripheral.connect(timeout: .seconds(10))
+    let progress = Progress()
+    let start = Mark.now()
+    let stream = try await peripheral.notifications(of: FakeBlueZShape.characteristicID, delivery: .socket)
+    let receiving = Task.detached { try await receiveNotifications(stream, count: count, progress: progress) }
+    let watchdog = startWatchdog(cancelling: receiving, progress: progress)
+    let check = try await receiving.value
+    let end = Mark.now()
+    watchdog.cancel()
+    let dropped = stream.droppedCount
+    await connection.close()
+    return check.measurement(expecting: count, start: start, end: end, dropped: dropped)
+}
+
+/// How `central-write-socket` writes.
+enum SocketWriteStyle: String {
+    /// `Peripheral.write(_:to:type: .withoutResponse)` once per value, from a task on the global
+    /// executor: what an application writing as values come does.
+    case single
+    /// `Peripheral.writeWithoutResponse(_:to:)` with every value, as a firmware update does.
+    case sequence
+}
+
+/// `central-write-socket`: `count` writes without response of 20 bytes (the sequence number
+/// first) through the characteristic's `AcquireWrite` socket, which the fake drains and checks:
+/// what `socket-client.c … write` does with blocking `write(2)`. The CPU counts from just before
+/// the first write (which acquires the socket) to the last write's return.
+func runCentralWriteSocket(address: String, count: Int, style: SocketWriteStyle) async throws -> Measurement {
+    let connection = try await DBusConnection.connect(to: .address(address))
+    let adapter = try await Adapter.bluez(named: FakeBlueZShape.adapter, on: connection)
+    let peripheral = adapter.peripheral(address: FakeBlueZShape.peripheral)
+    try await peripheral.connect(timeout: .seconds(10))
+    let values = (0..<count).map { index in
+        (0..<FakeBlueZShape.valueLength).map { byte in
+            byte < 8 ? UInt8(truncatingIfNeeded: UInt64(index) >> (8 * byte)) : UInt8(byte)
+        }
+    }
+    let start = Mark.now()
+    try await Task.detached {
+        switch style {
+        case .single:
+            for value in values {
+                try await peripheral.write(value, to: FakeBlueZShape.characteristicID, type: .withoutResponse)
+            }
+        case .sequence:
+            try await peripheral.writeWithoutResponse(values, to: FakeBlueZShape.characteristicID)
+        }
+    }.value
+    let end = Mark.now()
+    // Let the fake read what the socket holds before the link is released.
+    try await peripheral.disconnect()
+    await connection.close()
+    return Measurement(operations: count, wall: end.wall - start.wall, start: start, end: end)
+}

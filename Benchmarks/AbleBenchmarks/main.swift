@@ -1,6 +1,7 @@
 // The Swift half of `Scripts/bench`: each command does, through Able or AbleDBus, what a C program
 // in `Benchmarks/C` does through libdbus (`signals` is `signal-receiver.c`, `central-notifications`
-// is `signal-receiver.c … notify`, `server-readvalue` is `gatt-server.c`; `l2cap` does through
+// is `signal-receiver.c … notify`, `central-notify-socket` and `central-write-socket` are
+// `socket-client.c`, `server-readvalue` is `gatt-server.c`; `l2cap` does through
 // Able's L2CAPChannel what `l2cap-socketpair.c` does with plain sockets), and prints the same
 // `result` line. `sim-cycle` has no C counterpart: it times the simulated radio alone.
 // `gatt-server` and `gatt-central` run in the QEMU guest against real bluetoothd (`Scripts/bench
@@ -38,6 +39,16 @@ let commands: [Command] = [
     },
     Command(name: "central-notifications-on-loop", arguments: ["ADDRESS", "N"]) { a in
         try await runCentralNotifications(address: a[0], count: integer(a[1]), onLoop: true)
+    },
+    Command(name: "central-notify-socket", arguments: ["ADDRESS", "N"]) { a in
+        try await runCentralNotifySocket(address: a[0], count: integer(a[1]))
+    },
+    Command(name: "central-write-socket", arguments: ["ADDRESS", "N", "single|sequence"]) { a in
+        guard let style = SocketWriteStyle(rawValue: a[2]) else {
+            print(usage)
+            exit(2)
+        }
+        return try await runCentralWriteSocket(address: a[0], count: integer(a[1]), style: style)
     },
     Command(name: "server-readvalue", arguments: ["ADDRESS", "N", "WARMUP"]) { a in
         try await runServerReadValue(address: a[0], count: integer(a[1]), warmup: integer(a[2]))

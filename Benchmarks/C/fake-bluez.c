@@ -20,14 +20,29 @@
  *     each answer is 20 bytes. Prints the result line of the N measured calls. The options are
  *     empty, or with `bluez-options` what bluetoothd 5.66 sends: device, link and mtu.
  *
+ *   fake-bluez ADDRESS notify-socket N [PER_SECOND]
+ *     For central-notify-socket: answers GattCharacteristic1.AcquireNotify with one end of an AF_UNIX
+ *     SOCK_SEQPACKET socketpair (and MTU 247), as bluetoothd does, then writes N values of 20 bytes
+ *     (sequence number first) into its end, one message each, as fast as the socket takes them or
+ *     at PER_SECOND (as a link delivers notifications: one at a time); prints its result line.
+ *
+ *   fake-bluez ADDRESS write-socket N [PER_SECOND]
+ *     For central-write-socket: answers AcquireWrite the same way, then reads N messages from its
+ *     end with blocking reads (at most PER_SECOND a second, as a link takes Write Commands), checks
+ *     that each is 20 bytes with the next sequence number, and prints its result line (the rate is
+ *     the drain's: from the first message to the last).
+ *
+ * In the socket modes it then serves until the client leaves the bus (it may still call Disconnect).
  * In notify mode it then serves until the subscriber leaves (StopNotify, or its connection
  * closes), or 10 s pass; in readvalue mode it leaves the bus as soon as every call is answered
  * (the server then knows the load is over: a server's handler runs before its reply is sent). */
 #include "bench-common.h"
 
 #include <errno.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-enum mode { NOTIFY, READVALUE };
+enum mode { NOTIFY, READVALUE, NOTIFY_SOCKET, WRITE_SOCKET };
 
 static DBusConnection *connection;
 static enum mode mode;
@@ -36,6 +51,8 @@ static int bluez_options;
 
 /* What the filter saw, acted on by the main loop (outside dispatch). */
 static int start_requested, emitted, peer_left, unregistered;
+/* The fake's end of the acquired socketpair, once acquired. */
+static int socket_end = -1;
 static char *peer; /* the subscriber or the application's owner */
 static DBusMessage *registration;
 static char *characteristic;
@@ -81,8 +98,8 @@ static void characteristic_properties(DBusMessageIter *dict) {
     bench_entry_path(dict, "Service", BLUEZ_SERVICE_PATH);
     bench_entry_bytes(dict, "Value", (const unsigned char *)"", 0);
     bench_entry_bool(dict, "Notifying", 0);
-    const char *flags[] = {"read", "notify"};
-    bench_entry_strings(dict, "Flags", flags, 2);
+    const char *flags[] = {"read", "notify", "write-without-response"};
+    bench_entry_strings(dict, "Flags", flags, 3);
     bench_entry_uint16(dict, "MTU", 23);
 }
 
@@ -158,6 +175,31 @@ static void set_peer(const char *name) {
     bench_watch_name(connection, peer);
 }
 
+/* Answers AcquireNotify (notify-socket mode) or AcquireWrite (write-socket mode) with one end of a
+ * socketpair, keeping the other; refuses a second one, and the method of the other mode. */
+static void acquire(DBusMessage *call) {
+    int wants_notify = dbus_message_is_method_call(call, BENCH_GATT_INTERFACE, "AcquireNotify");
+    if ((mode != NOTIFY_SOCKET || !wants_notify) && (mode != WRITE_SOCKET || wants_notify)) {
+        bench_reply_error(connection, call, "org.bluez.Error.NotSupported", "Not Supported");
+        return;
+    }
+    if (socket_end >= 0) {
+        bench_reply_error(connection, call, "org.bluez.Error.NotPermitted", "Notify acquired");
+        return;
+    }
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) bench_die("socketpair", NULL);
+    dbus_uint16_t mtu = 247;
+    DBusMessage *reply = dbus_message_new_method_return(call);
+    dbus_message_append_args(reply, DBUS_TYPE_UNIX_FD, &pair[1], DBUS_TYPE_UINT16, &mtu, DBUS_TYPE_INVALID);
+    dbus_connection_send(connection, reply, NULL);
+    dbus_message_unref(reply);
+    close(pair[1]); /* the message holds its own duplicate */
+    socket_end = pair[0];
+    set_peer(dbus_message_get_sender(call));
+    start_requested = 1;
+}
+
 static DBusHandlerResult filter(DBusConnection *unused, DBusMessage *message, void *data) {
     (void)unused;
     (void)data;
@@ -187,6 +229,10 @@ static DBusHandlerResult filter(DBusConnection *unused, DBusMessage *message, vo
                strcmp(path, BLUEZ_CHARACTERISTIC_PATH) == 0) {
         bench_reply_empty(connection, message);
         if (mode == NOTIFY && emitted) peer_left = 1;
+    } else if ((dbus_message_is_method_call(message, BENCH_GATT_INTERFACE, "AcquireNotify") ||
+                dbus_message_is_method_call(message, BENCH_GATT_INTERFACE, "AcquireWrite")) &&
+               strcmp(path, BLUEZ_CHARACTERISTIC_PATH) == 0) {
+        acquire(message);
     } else if (dbus_message_is_method_call(message, "org.bluez.GattManager1", "RegisterApplication") &&
                strcmp(path, BLUEZ_ADAPTER_PATH) == 0) {
         if (mode != READVALUE || registration != NULL || peer != NULL) {
@@ -234,6 +280,74 @@ static void emit(void) {
     dbus_connection_flush(connection);
     bench_mark end = bench_mark_now();
     bench_report(count, end.wall - start.wall, start, end, 0, 0, 0);
+    emitted = 1;
+}
+
+/* --- notify-socket and write-socket: the fake's end of the socket ------------------------------- */
+
+/* Waits until the next tick of a PER_SECOND schedule (absolute, so a late wake-up does not slow it). */
+static void pace(struct timespec *next) {
+    next->tv_nsec += 1000000000L / per_second;
+    while (next->tv_nsec >= 1000000000L) {
+        next->tv_nsec -= 1000000000L;
+        next->tv_sec += 1;
+    }
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, next, NULL) == EINTR) {
+    }
+}
+
+static void feed_socket(void) {
+    dbus_connection_flush(connection); /* the AcquireNotify reply goes first */
+    bench_mark start = bench_mark_now();
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    for (long i = 0; i < count; i++) {
+        unsigned char value[BENCH_VALUE_LENGTH];
+        for (int b = 0; b < 8; b++) value[b] = (unsigned char)((uint64_t)i >> (8 * b));
+        for (int b = 8; b < BENCH_VALUE_LENGTH; b++) value[b] = (unsigned char)b;
+        ssize_t written;
+        do written = send(socket_end, value, sizeof value, MSG_NOSIGNAL);
+        while (written < 0 && errno == EINTR);
+        if (written != (ssize_t)sizeof value) bench_die("writing a notification into the socket", NULL);
+        if (per_second > 0) pace(&next);
+    }
+    bench_mark end = bench_mark_now();
+    bench_report(count, end.wall - start.wall, start, end, 0, 0, 0);
+    emitted = 1;
+}
+
+static void drain_socket(void) {
+    dbus_connection_flush(connection); /* the AcquireWrite reply goes first */
+    long lost = 0, reordered = 0;
+    uint64_t expected = 0;
+    bench_mark start = {0};
+    struct timespec next;
+    for (long i = 0; i < count; i++) {
+        unsigned char value[600];
+        ssize_t length;
+        do length = recv(socket_end, value, sizeof value, 0);
+        while (length < 0 && errno == EINTR);
+        if (length == 0) {
+            fprintf(stderr, "the writer closed the socket after %ld of %ld values\n", i, count);
+            exit(1);
+        }
+        if (length != BENCH_VALUE_LENGTH) bench_die("a written value is not 20 bytes", NULL);
+        if (i == 0) {
+            start = bench_mark_now();
+            clock_gettime(CLOCK_MONOTONIC, &next);
+        }
+        uint64_t sequence = bench_sequence(value);
+        if (sequence >= expected) {
+            lost += (long)(sequence - expected);
+            expected = sequence + 1;
+        } else {
+            reordered++;
+            lost--;
+        }
+        if (per_second > 0) pace(&next);
+    }
+    bench_mark end = bench_mark_now();
+    bench_report(count, end.wall - start.wall, start, end, lost, reordered, 0);
     emitted = 1;
 }
 
@@ -348,6 +462,11 @@ int main(int argc, char **argv) {
         mode = NOTIFY;
         count = atol(argv[3]);
         per_second = argc == 5 ? atol(argv[4]) : 0;
+    } else if ((argc == 4 || argc == 5) &&
+               (strcmp(argv[2], "notify-socket") == 0 || strcmp(argv[2], "write-socket") == 0)) {
+        mode = strcmp(argv[2], "notify-socket") == 0 ? NOTIFY_SOCKET : WRITE_SOCKET;
+        count = atol(argv[3]);
+        per_second = argc == 5 ? atol(argv[4]) : 0;
     } else if ((argc == 6 || (argc == 7 && strcmp(argv[6], "bluez-options") == 0)) &&
                strcmp(argv[2], "readvalue") == 0) {
         mode = READVALUE;
@@ -357,6 +476,7 @@ int main(int argc, char **argv) {
         bluez_options = argc == 7;
     } else {
         fprintf(stderr, "usage: fake-bluez ADDRESS notify N [PER_SECOND]\n"
+                        "       fake-bluez ADDRESS notify-socket|write-socket N [PER_SECOND]\n"
                         "       fake-bluez ADDRESS readvalue N WINDOW WARMUP [bluez-options]\n");
         return 2;
     }
@@ -379,6 +499,15 @@ int main(int argc, char **argv) {
             finished = 1;
             finished_at = bench_now();
         }
+        if ((mode == NOTIFY_SOCKET || mode == WRITE_SOCKET) && start_requested && !emitted) {
+            if (mode == NOTIFY_SOCKET)
+                feed_socket();
+            else
+                drain_socket();
+            finished = 1;
+            finished_at = bench_now();
+        }
+
         if (mode == READVALUE && registration != NULL) {
             register_application();
             reads(warmup);
