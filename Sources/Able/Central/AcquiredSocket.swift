@@ -1,4 +1,5 @@
 import AbleStreams
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -10,8 +11,9 @@ import AbleStreams
 /// BlueZ hands one out for `GattCharacteristic1.AcquireWrite` and `AcquireNotify` (one end of an
 /// `AF_UNIX` socketpair whose other end `bluetoothd` serves); the simulator makes a socketpair
 /// itself. Either way the socket runs on an ``L2CAPChannel``'s engine: nonblocking, driven by
-/// dispatch sources, sends waiting for room (never dropped) and values received straight into
-/// a bounded buffer.
+/// dispatch sources, sends waiting for room (never dropped), and received values handed from the
+/// read source's handler straight to whoever takes them (a notification stream's buffer, with its
+/// own documented policy), every message that is ready in one run.
 ///
 /// The socket is released by closing it: the backend's end then sees the hang-up, as BlueZ does.
 /// It ends by itself when the backend closes its end (the link dropped, the characteristic went
@@ -21,7 +23,7 @@ package final class AcquiredSocket: Sendable {
     package let channel: L2CAPChannel
     /// The link's ATT MTU as the backend reported it when the socket was acquired.
     package let attMTU: Int
-    private let ended = Lock(false)
+    private let ended: Lock<Bool>
     private let sent = Lock(0)
 
     /// The longest value one message may carry: the ATT MTU less the 3-byte ATT header, and no
@@ -36,34 +38,56 @@ package final class AcquiredSocket: Sendable {
     /// Whether neither side has closed the socket yet.
     package var isOpen: Bool { !ended.withLock { $0 } }
 
+    /// Set when ``release(drainLimit:)`` starts: from then on the socket takes no new writes,
+    /// although it stays open until the peer has read what was sent.
+    private let retired = Atomic<Bool>(false)
+
+    /// Whether the socket is open and not being released: a writer may still use it.
+    package var acceptsWrites: Bool { !retired.load(ordering: .acquiring) && isOpen }
+
     /// Takes over a connected `SOCK_SEQPACKET` socket.
     ///
     /// - Parameters:
     ///   - socket: The descriptor; the socket owns it from now on, also when this throws.
     ///   - attMTU: The ATT MTU the backend reported.
-    ///   - onValue: Called with each received message, in order, from one task for the socket's
-    ///     life (not a task per value); `nil` for a write socket, whose peer sends nothing.
-    ///   - onEnd: Called once when the socket ends, from either side.
+    ///   - onValue: Called with each received message, in order, on the socket's queue, straight
+    ///     from the read source's handler: no task and no buffer in between, and the values of one
+    ///     run of the handler (every message that was ready) go out as one `DeliveryBatch`, so a
+    ///     stream's consumer is woken once for them. It must not block. `nil` for a write socket,
+    ///     whose peer sends nothing.
+    ///   - onEnd: Called once when the socket ends, from either side (after the last value).
     package init(
         socket: CInt, attMTU: Int, onValue: (@Sendable ([UInt8]) -> Void)? = nil,
         onEnd: @escaping @Sendable () -> Void = {}
     ) throws {
+        let ended = Lock(false)
         let channel: L2CAPChannel
         do {
             // A value is at most 512 bytes; the receive buffer takes any message a peer sends.
             channel = try L2CAPChannel.wrapping(
-                socket: socket, sendMTU: max(min(attMTU - 3, Self.maximumAttributeValueLength), 1), receiveMTU: 2048)
+                socket: socket, sendMTU: max(min(attMTU - 3, Self.maximumAttributeValueLength), 1), receiveMTU: 2048,
+                directReceiver: onValue.map { onValue in
+                    ChannelCore.DirectReceiver(
+                        packet: onValue,
+                        end: { _ in
+                            ended.withLock { $0 = true }
+                            onEnd()
+                        })
+                })
         } catch {
             _ = SocketOperations.system.close(socket)
             throw error
         }
         self.channel = channel
         self.attMTU = attMTU
+        self.ended = ended
+        guard onValue == nil else { return }
+        // A write socket's peer sends nothing: its packet stream only tells when the socket ends,
+        // from one task for the socket's life.
         let packets = channel.packets
-        let ended = self.ended
         Task {
             do {
-                for try await value in packets { onValue?(value) }
+                for try await _ in packets {}
             } catch {}
             ended.withLock { $0 = true }
             onEnd()
@@ -87,6 +111,7 @@ package final class AcquiredSocket: Sendable {
     /// sent (at most `drainLimit` later), since BlueZ drops what it had not read when it sees the
     /// hang-up.
     package func release(drainLimit: Duration = .seconds(2)) async {
+        retired.store(true, ordering: .releasing)
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: drainLimit)
         while isOpen, unreadByteCount > 0, clock.now < deadline {

@@ -25,7 +25,7 @@ package final class AcquiredSocketTable<Key: Hashable & Sendable>: Sendable {
 
     /// The open socket of `key`, if there is one: the hot path, one lock and no wait.
     package func openSocket(for key: Key) -> AcquiredSocket? {
-        guard case .socket(let socket) = entries.withLock({ $0[key] }), socket.isOpen else { return nil }
+        guard case .socket(let socket) = entries.withLock({ $0[key] }), socket.acceptsWrites else { return nil }
         return socket
     }
 
@@ -38,7 +38,7 @@ package final class AcquiredSocketTable<Key: Hashable & Sendable>: Sendable {
         if let socket = openSocket(for: key) { return socket }
         return try await acquiring.withLock { () async throws -> AcquiredSocket? in
             switch entries.withLock({ $0[key] }) {
-            case .socket(let socket) where socket.isOpen: return socket
+            case .socket(let socket) where socket.acceptsWrites: return socket
             case .refused: return nil
             case .socket, nil: break
             }

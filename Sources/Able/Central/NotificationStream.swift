@@ -10,7 +10,8 @@ package import AbleStreams
 /// **Buffering:** up to 16,384 values the consumer has not taken yet (about a second of a fast
 /// link's notifications, so a consumer that stalls briefly loses nothing); when full, the
 /// newest values are dropped and counted in ``droppedCount``; none are reordered. Values that
-/// arrive together (one read from the bus) wake a waiting consumer once. While values come less
+/// arrive together (one read from the bus, or every message ready on the characteristic's
+/// socket) wake a waiting consumer once. While values come less
 /// than a millisecond apart, the bus is read every millisecond rather than for each of them, so
 /// a value may then wait up to 1 ms before it is delivered.
 ///

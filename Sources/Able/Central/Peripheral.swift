@@ -1,3 +1,5 @@
+import AbleStreams
+
 /// A remote device, seen from this adapter: connect to it, use its GATT services, and receive
 /// its notifications.
 ///
@@ -48,6 +50,15 @@ public actor Peripheral {
     /// The characteristics (service and characteristic UUID) looked up so far, to tell one a
     /// service change removed from one the peripheral never had.
     private var used: Set<[BluetoothUUID]> = []
+    /// The write sockets that writes without response have used, by service and characteristic
+    /// UUID: a write that finds its socket here open goes straight into it from the caller's
+    /// thread, without entering the actor or looking the characteristic up again.
+    private nonisolated let writeSockets = Lock<[[BluetoothUUID]: WriteSocketEntry]>([:])
+
+    private struct WriteSocketEntry: Sendable {
+        let socket: AcquiredSocket
+        let characteristic: GATTCharacteristic
+    }
 
     /// The peripheral's address.
     public nonisolated let address: BluetoothAddress
@@ -234,6 +245,9 @@ public actor Peripheral {
     /// write and keeps it until the link ends, the characteristic goes away, or a write with
     /// response (which BlueZ refuses while the socket is held) releases it; the next write
     /// without response acquires it again. Where BlueZ refuses the socket, writes go over the bus.
+    /// Once a write has found the socket, the next ones go into it from the caller's thread,
+    /// without entering the peripheral's actor or waiting for other operations; only a write that
+    /// finds the socket full waits, for room.
     ///
     /// A write with response longer than one ATT PDU, or with an `offset`, is a long write
     /// (Prepare and Execute Write Requests, which BlueZ runs); ``WriteType/reliable`` makes it a
@@ -254,9 +268,33 @@ public actor Peripheral {
     ///   ``BluetoothError/Code/invalidArguments`` for an offset with a write without response;
     ///   ``BluetoothError/Code/disconnected`` when the link drops (a socket write also when the
     ///   socket was closed under it); otherwise what the peripheral answered.
-    public func write(
+    public nonisolated(nonsending) func write(
         _ value: [UInt8], to identifier: some CharacteristicIdentifier, type: WriteType = .withResponse,
         offset: Int = 0
+    ) async throws {
+        // The hot path of a write without response: the socket a write before used, still open.
+        if type == .withoutResponse, offset == 0, let entry = openWriteSocket(for: identifier) {
+            try await Self.send(value, into: entry.socket, of: entry.characteristic)
+            return
+        }
+        try await writeLookingUp(value, to: identifier, type: type, offset: offset)
+    }
+
+    /// The open write socket a write without response to `identifier` used before, if any.
+    private nonisolated func openWriteSocket(for identifier: some CharacteristicIdentifier) -> WriteSocketEntry? {
+        let key = [identifier.service.uuid, identifier.uuid]
+        guard let entry = writeSockets.withLock({ $0[key] }) else { return nil }
+        guard entry.socket.acceptsWrites else {
+            writeSockets.withLock { if $0[key]?.socket === entry.socket { $0[key] = nil } }
+            return nil
+        }
+        return entry
+    }
+
+    /// ``write(_:to:type:offset:)`` on the actor: looks the characteristic up and finds or acquires
+    /// its socket.
+    private func writeLookingUp(
+        _ value: [UInt8], to identifier: some CharacteristicIdentifier, type: WriteType, offset: Int
     ) async throws {
         let characteristic = try characteristic(identifier)
         guard offset >= 0, offset == 0 || type != .withoutResponse else {
@@ -264,6 +302,10 @@ public actor Peripheral {
                 .invalidArguments, message: "a write without response cannot have an offset (\(offset))")
         }
         if type == .withoutResponse, let socket = try await backend.writeSocket(for: characteristic) {
+            writeSockets.withLock {
+                $0[[identifier.service.uuid, identifier.uuid]] = WriteSocketEntry(
+                    socket: socket, characteristic: characteristic)
+            }
             try await Self.send(value, into: socket, of: characteristic)
             return
         }

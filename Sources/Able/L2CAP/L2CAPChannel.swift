@@ -139,6 +139,7 @@ extension L2CAPChannel {
     ///   - operations: The socket calls to make.
     ///   - peerAddress: The peer's address, if the socket is an L2CAP one.
     ///   - peerAddressType: Whether `peerAddress` is public or random.
+    ///   - directReceiver: Takes the received SDUs on the socket's queue instead of ``packets``.
     /// - Returns: The channel, receiving.
     /// - Throws: ``BluetoothError`` if the socket cannot be made nonblocking; the socket is then
     ///   still the caller's.
@@ -149,7 +150,8 @@ extension L2CAPChannel {
         watermarks: L2CAPPacketStream.Watermarks = .default,
         operations: SocketOperations = .system,
         peerAddress: BluetoothAddress? = nil,
-        peerAddressType: BluetoothAddress.AddressType? = nil
+        peerAddressType: BluetoothAddress.AddressType? = nil,
+        directReceiver: ChannelCore.DirectReceiver? = nil
     ) throws -> L2CAPChannel {
         precondition(sendMTU >= 1 && receiveMTU >= 1, "MTUs must be at least 1 byte")
         if case .failure(let errno) = operations.setNonblocking(socket) {
@@ -157,7 +159,7 @@ extension L2CAPChannel {
         }
         let core = ChannelCore(
             socket: socket, operations: operations, executor: SocketQueue(label: "Able.L2CAPChannel"),
-            sendMTU: sendMTU, receiveMTU: receiveMTU, watermarks: watermarks)
+            sendMTU: sendMTU, receiveMTU: receiveMTU, watermarks: watermarks, directReceiver: directReceiver)
         return L2CAPChannel(core: core, peerAddress: peerAddress, peerAddressType: peerAddressType)
     }
 

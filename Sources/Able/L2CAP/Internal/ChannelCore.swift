@@ -20,6 +20,28 @@ import Synchronization
 package final class ChannelCore: @unchecked Sendable {
     typealias SendWaiter = UnsafeContinuation<Void, any Error>
 
+    /// Takes every received SDU straight from the read source's handler, on the socket's queue,
+    /// instead of the packet buffer: for a socket whose values go on into a buffer of their own
+    /// (a characteristic's notification socket feeding its streams' `DeliveryBuffer`s), with no
+    /// task and no second buffer in between. The SDUs of one run of the handler are handed over
+    /// as one `DeliveryBatch`, so a consumer waiting on them is woken once per run, not per SDU.
+    ///
+    /// Nothing stops reading: what `packet` does with a value it has no room for is its own
+    /// policy (a notification stream drops the newest and counts it).
+    package struct DirectReceiver: Sendable {
+        /// Called with each SDU, in order, on the socket's queue.
+        let packet: @Sendable ([UInt8]) -> Void
+        /// Called once when the socket ends, from either side, after the last SDU: `nil` for a
+        /// normal end (the peer's hang-up or this side's close), else the error.
+        let end: @Sendable (BluetoothError?) -> Void
+
+        package init(packet: @escaping @Sendable ([UInt8]) -> Void, end: @escaping @Sendable (BluetoothError?) -> Void)
+        {
+            self.packet = packet
+            self.end = end
+        }
+    }
+
     let socket: CInt
     let operations: SocketOperations
     let executor: SocketQueue
@@ -28,6 +50,9 @@ package final class ChannelCore: @unchecked Sendable {
     let packets: WatermarkBuffer<[UInt8]>
 
     private let receiver: PacketReceiver
+    private let directReceiver: DirectReceiver?
+    /// The batch the direct receiver's values of one handler run go out in; used on the queue only.
+    private let deliveryBatch = DeliveryBatch()
     private let sending = Lock(SendStateMachine<SendWaiter>())
     private let readSource: any DispatchSourceRead
     private let writeSource: any DispatchSourceWrite
@@ -54,14 +79,18 @@ package final class ChannelCore: @unchecked Sendable {
     ///   - sendMTU: The largest SDU the peer accepts.
     ///   - receiveMTU: The largest SDU the peer may send; the receive buffer's size.
     ///   - watermarks: When to stop and restart reading.
+    ///   - directReceiver: Takes the SDUs instead of the packet buffer, which then stays empty
+    ///     and only ends.
     package init(
         socket: CInt,
         operations: SocketOperations,
         executor: SocketQueue,
         sendMTU: Int,
         receiveMTU: Int,
-        watermarks: L2CAPPacketStream.Watermarks
+        watermarks: L2CAPPacketStream.Watermarks,
+        directReceiver: DirectReceiver? = nil
     ) {
+        self.directReceiver = directReceiver
         self.socket = socket
         self.operations = operations
         self.executor = executor
@@ -112,6 +141,10 @@ package final class ChannelCore: @unchecked Sendable {
     /// receives for itself, or a batch (``readBatch``) is done; on the queue.
     private func readAvailable() {
         guard case .open = lifecycle else { return }
+        if let directReceiver {
+            deliveryBatch.run { readDirectly(into: directReceiver) }
+            return
+        }
         var batch = (packets: 0, bytes: 0)
         defer {
             if batch.packets > longestReadRunStorage.load(ordering: .relaxed) {
@@ -148,6 +181,36 @@ package final class ChannelCore: @unchecked Sendable {
             case (.nothing, _):
                 return
             }
+        }
+    }
+
+    /// ``readAvailable()`` for a ``DirectReceiver``: hands over every SDU that is ready, up to a
+    /// batch (``readBatch``), then goes on in a new run behind the queue's other work.
+    private func readDirectly(into directReceiver: DirectReceiver) {
+        var batch = (packets: 0, bytes: 0)
+        defer {
+            if batch.packets > longestReadRunStorage.load(ordering: .relaxed) {
+                longestReadRunStorage.store(batch.packets, ordering: .relaxed)
+            }
+        }
+        while batch.packets < Self.readBatch.packets, batch.bytes < Self.readBatch.bytes {
+            switch receiver.receive() {
+            case .packet(let packet):
+                batch.packets += 1
+                batch.bytes += packet.count
+                directReceiver.packet(packet)
+            case .wouldBlock:
+                return
+            case .end(let error):
+                tearDown(ending: error, sendError: error ?? Self.peerClosed)
+                return
+            }
+        }
+        guard !isReadContinuationPending else { return }
+        isReadContinuationPending = true
+        executor.queue.async {
+            self.isReadContinuationPending = false
+            self.readAvailable()
         }
     }
 
@@ -320,6 +383,7 @@ package final class ChannelCore: @unchecked Sendable {
         guard case .open = lifecycle else { return }
         lifecycle = .closing(sourcesLeft: 2, waiters: [])
         packets.finish(throwing: error)
+        directReceiver?.end(error)
         let waiters = sending.withLock { machine in
             let waiters = machine.fail(sendError)
             if machine.releaseWriter() { writeSource.resume() }
