@@ -213,8 +213,9 @@ struct BlueZPeripheralBackend: PeripheralBackend {
     func read(_ characteristic: GATTCharacteristic, offset: Int) async throws -> [UInt8] {
         let path = try objectPath(characteristic)
         let reply = try await onAttribute(path, gone: { characteristic.removedError(of: address) }) {
-            try await request("read of \(characteristic.uuid)") {
-                try await system.call(path, Self.characteristic, "ReadValue", [Self.options(offset: offset)])
+            try await request("read of \(characteristic.uuid)") { interruption in
+                try await system.call(
+                    path, Self.characteristic, "ReadValue", [Self.options(offset: offset)], interruption: interruption)
             }
         }
         return try reply.first.unwrapped("ReadValue").decode([UInt8].self)
@@ -230,8 +231,9 @@ struct BlueZPeripheralBackend: PeripheralBackend {
             }
         let options = Self.options(offset: offset, type: bluezType)
         _ = try await onAttribute(path, gone: { characteristic.removedError(of: address) }) {
-            try await request("write of \(characteristic.uuid)") {
-                try await system.call(path, Self.characteristic, "WriteValue", [.bytes(value), options])
+            try await request("write of \(characteristic.uuid)") { interruption in
+                try await system.call(
+                    path, Self.characteristic, "WriteValue", [.bytes(value), options], interruption: interruption)
             }
         }
     }
@@ -239,8 +241,8 @@ struct BlueZPeripheralBackend: PeripheralBackend {
     func read(_ descriptor: GATTDescriptor) async throws -> [UInt8] {
         let path = try objectPath(descriptor)
         let reply = try await onAttribute(path, gone: { descriptor.removedError(of: address) }) {
-            try await request("read of descriptor \(descriptor.uuid)") {
-                try await system.call(path, Self.descriptor, "ReadValue", [Self.options()])
+            try await request("read of descriptor \(descriptor.uuid)") { interruption in
+                try await system.call(path, Self.descriptor, "ReadValue", [Self.options()], interruption: interruption)
             }
         }
         return try reply.first.unwrapped("ReadValue").decode([UInt8].self)
@@ -249,8 +251,9 @@ struct BlueZPeripheralBackend: PeripheralBackend {
     func write(_ value: [UInt8], to descriptor: GATTDescriptor) async throws {
         let path = try objectPath(descriptor)
         _ = try await onAttribute(path, gone: { descriptor.removedError(of: address) }) {
-            try await request("write of descriptor \(descriptor.uuid)") {
-                try await system.call(path, Self.descriptor, "WriteValue", [.bytes(value), Self.options()])
+            try await request("write of descriptor \(descriptor.uuid)") { interruption in
+                try await system.call(
+                    path, Self.descriptor, "WriteValue", [.bytes(value), Self.options()], interruption: interruption)
             }
         }
     }
@@ -265,7 +268,7 @@ struct BlueZPeripheralBackend: PeripheralBackend {
     /// (`Failed: Operation failed with ATT error: 0x0e`), or `NotConnected`, often before it
     /// announces `Connected = false`: such a failure means a disconnect when the device is, or
     /// becomes within ``linkLossGrace``, disconnected. The original error is the cause.
-    private func request<T: Sendable>(_ what: String, _ body: @escaping @Sendable () async throws -> T) async throws
+    private func request<T: Sendable>(_ what: String, _ body: (DBusCallInterruption) async throws -> T) async throws
         -> T
     {
         do {
@@ -287,39 +290,17 @@ struct BlueZPeripheralBackend: PeripheralBackend {
     /// when that pairing fails the kernel drops the link and the retry goes without a reply (seen
     /// in the guest with a peer whose agent refuses; 5.66 answers Unlikely Error). Without this the
     /// caller would wait for the D-Bus timeout.
-    private func answered<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        // Listen before the request starts, so the link going down during it is not missed. Only
-        // an announced change counts: BlueZ 5.66 may never have announced the link up.
-        let changes = system.tree.changes()
-        let path = self.path
-        return try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                for await change in changes where Self.endsLink(change, of: path) {
-                    try await Task.sleep(for: Self.unansweredGrace)
-                    throw BluetoothError(
-                        .notConnected, message: "BlueZ did not answer the request after the link went down")
-                }
-                return nil
-            }
-            defer { group.cancelAll() }
-            while let result = try await group.next() {
-                if let value = result { return value }
-            }
-            throw CancellationError()
-        }
-    }
-
-    /// Whether `change` announces that the device at `path` is no longer connected.
-    private static func endsLink(_ change: ObjectTreeChange, of path: DBusObjectPath) -> Bool {
-        switch change {
-        case .propertiesChanged(path, Self.device, let changed, _):
-            (try? changed.decode("Connected", as: Bool.self)) == false
-        case .interfacesRemoved(path, _), .serviceLeft:
-            true
-        default:
-            false
-        }
+    ///
+    /// The request is listed with its device in the system's ``BlueZLinkLoss``, whose one listener
+    /// of the object tree fails it through `body`'s ``DBusCallInterruption``: while the link is up a
+    /// request costs that listing and nothing else (no task and no listener of its own). Only a
+    /// link-down BlueZ announces after the request started counts: BlueZ 5.66 may never have
+    /// announced the link up.
+    private func answered<T: Sendable>(_ body: (DBusCallInterruption) async throws -> T) async throws -> T {
+        let interruption = DBusCallInterruption()
+        let id = system.linkLoss.add(interruption, device: path)
+        defer { system.linkLoss.remove(id) }
+        return try await body(interruption)
     }
 
     /// Whether the device is disconnected now, or is within `grace`.

@@ -13,6 +13,8 @@ package final class BlueZSystem: Sendable {
     let writeSockets = AcquiredSocketTable<DBusObjectPath>()
     /// The process's pairing agent: standing agents and those of pairings under way.
     let agents = BlueZAgentRegistry()
+    /// The GATT requests under way, failed when BlueZ leaves them unanswered after their link went down.
+    let linkLoss = BlueZLinkLoss()
 
     /// The devices this process connected to as a central (`Device1.Connect`), until the link
     /// ends: a GATT server on the same adapter does not count them among its centrals, since
@@ -50,19 +52,27 @@ package final class BlueZSystem: Sendable {
         }
     }
 
-    /// Takes links out of ``outgoingLinks`` when BlueZ reports them down, for as long as the tree
-    /// lives: one listener for the system, not one per link.
-    private func watchOutgoingLinks() {
+    /// Takes links out of ``outgoingLinks`` and tells ``linkLoss`` when BlueZ reports them down,
+    /// for as long as the tree lives: one listener for the system, not one per link or request.
+    private func watchLinks() {
         let changes = tree.changes()
         let links = outgoingLinks
+        let linkLoss = self.linkLoss
         Task {
             for await change in changes {
                 switch change {
                 case .propertiesChanged(let path, "org.bluez.Device1", let changed, _)
                 where (try? changed.decode("Connected", as: Bool.self)) == false:
                     links.withLock { links in if links[path] != nil { links[path] = .some(.now) } }
-                case .interfacesRemoved(let path, let interfaces) where interfaces.contains("org.bluez.Device1"):
-                    links.withLock { links in if links[path] != nil { links[path] = .some(.now) } }
+                    linkLoss.linkWentDown(path)
+                case .interfacesRemoved(let path, let interfaces):
+                    if interfaces.contains("org.bluez.Device1") {
+                        links.withLock { links in if links[path] != nil { links[path] = .some(.now) } }
+                    }
+                    // Any interface of the device's object going away ends its requests' link.
+                    linkLoss.linkWentDown(path)
+                case .serviceLeft:
+                    linkLoss.linkWentDown(nil)
                 default:
                     continue
                 }
@@ -83,7 +93,7 @@ package final class BlueZSystem: Sendable {
     package static func open(on connection: DBusConnection) async throws -> BlueZSystem {
         let system = BlueZSystem(
             connection: connection, tree: try await BlueZObjectTree.start(on: connection, service: service))
-        system.watchOutgoingLinks()
+        system.watchLinks()
         return system
     }
 
@@ -105,14 +115,16 @@ package final class BlueZSystem: Sendable {
     }
 
     /// Calls a BlueZ method, turning D-Bus errors into ``BluetoothError``.
+    ///
+    /// With `interruption`, the call fails with the error given to it if that comes first.
     func call(
         _ path: DBusObjectPath, _ interface: String, _ method: String, _ arguments: [DBusValue] = [],
-        timeout: Duration? = .seconds(25)
+        timeout: Duration? = .seconds(25), interruption: DBusCallInterruption? = nil
     ) async throws -> [DBusValue] {
         do {
             return try await connection.call(
                 destination: Self.service, path: path, interface: interface, method: method, arguments: arguments,
-                timeout: timeout)
+                timeout: timeout, interruption: interruption)
         } catch let error as DBusError {
             throw BluetoothError(dbusError: error)
         }

@@ -174,6 +174,18 @@ public actor DBusConnection {
         destination: String?, path: DBusObjectPath, interface: String, method: String,
         arguments: [DBusValue] = [], timeout: Duration? = .seconds(25)
     ) async throws -> [DBusValue] {
+        try await call(
+            destination: destination, path: path, interface: interface, method: method, arguments: arguments,
+            timeout: timeout, interruption: nil)
+    }
+
+    /// ``call(destination:path:interface:method:arguments:timeout:)`` that `interruption` can fail
+    /// before its reply comes: it then throws the error given to
+    /// ``DBusCallInterruption/interrupt(with:)``, and a late reply is dropped.
+    package func call(
+        destination: String?, path: DBusObjectPath, interface: String, method: String,
+        arguments: [DBusValue] = [], timeout: Duration? = .seconds(25), interruption: DBusCallInterruption?
+    ) async throws -> [DBusValue] {
         try Task.checkCancellation()
         if let closedError = core.closedError { throw closedError }
         guard let message = dbus_message_new_method_call(destination, path.rawValue, interface, method) else {
@@ -187,6 +199,7 @@ public actor DBusConnection {
         }
         let reply = PendingReply()
         let core = self.core
+        defer { interruption?.disarm() }
         let milliseconds = timeout.map(Self.milliseconds) ?? ABLE_DBUS_TIMEOUT_INFINITE
         // A continuation awaited in an actor resumes its task on the global executor, which then
         // hops back to the actor: a worker thread woken and an `eventfd` write per call (perf
@@ -199,6 +212,15 @@ public actor DBusConnection {
                 try await withUnsafeThrowingContinuation { continuation in
                     guard reply.install(continuation) else {
                         dbus_message_unref(message)
+                        return
+                    }
+                    if let interruption,
+                        let error = interruption.arm({ error in
+                            if reply.resume(with: .failure(error)) { core.loop.execute { core.cancel(reply) } }
+                        })
+                    {
+                        dbus_message_unref(message)
+                        reply.resume(with: .failure(error))
                         return
                     }
                     self.core.send(message, replyTo: reply, timeoutMilliseconds: milliseconds)

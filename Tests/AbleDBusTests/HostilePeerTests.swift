@@ -54,6 +54,37 @@ struct HostilePeerTests {
         }
     }
 
+    @Test func anInterruptedCallFailsWithTheInterruptionsErrorAndIsNotLeftWaiting() async throws {
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            try await export(on: server) { DBusFileDescriptor(owning: -1) }
+            func call(_ method: String, _ interruption: DBusCallInterruption) async throws -> [DBusValue] {
+                try await client.call(
+                    destination: server.uniqueName, path: Self.path, interface: "org.example.Hostile", method: method,
+                    timeout: .seconds(25), interruption: interruption)
+            }
+            let interruption = DBusCallInterruption()
+            let pending = Task { try await call("Hang", interruption) }
+            try await waitUntil { await client.resourceCounts.pendingCalls == 1 }
+            interruption.interrupt(with: DBusError(.failed, "the link went down"))
+            let error = await #expect(throws: DBusError.self) { try await pending.value }
+            #expect(error?.message == "the link went down", "\(String(describing: error))")
+            try await waitUntil { await client.resourceCounts.pendingCalls == 0 }
+
+            // Interrupted before it starts: it fails without being sent.
+            let early = DBusCallInterruption()
+            early.interrupt(with: DBusError(.failed, "too late to start"))
+            let refused = await #expect(throws: DBusError.self) { try await call("Ping", early) }
+            #expect(refused?.message == "too late to start")
+
+            // Interrupted after its reply: nothing changes.
+            let late = DBusCallInterruption()
+            #expect(try await call("Ping", late) == [.string("pong")])
+            late.interrupt(with: DBusError(.failed, "after the reply"))
+            #expect(try await self.call("Ping", from: client, to: server) == [.string("pong")])
+        }
+    }
+
     static let methodReturn: Int32 = 2  // DBUS_MESSAGE_TYPE_METHOD_RETURN
 
     /// Sends method returns for `serials` to `destination` from a connection of its own, on a

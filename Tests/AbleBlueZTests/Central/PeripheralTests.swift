@@ -164,6 +164,28 @@ struct PeripheralTests {
         }
     }
 
+    /// BlueZ 5.82 never answers a request whose link dropped while it waited for the pairing it
+    /// started; Able fails it 2 s after BlueZ announces the link down instead of waiting for the
+    /// D-Bus timeout (25 s, which this suite's time limit would not reach).
+    @Test func aRequestBlueZNeverAnswersFailsAsADisconnect2sAfterTheLinkGoesDown() async throws {
+        try await withDevice { _, device, _, peripheral in
+            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
+            // Requests answered while the link is up leave nothing behind.
+            #expect(try await peripheral.read(SeedCharacteristic.a1) == [0x41])
+            device.readHangs.value = true
+            defer { device.readHangs.value = false }
+            let read = Task { try await peripheral.read(SeedCharacteristic.a1) }
+            try await waitUntil { device.readsWaiting.value == 1 }
+            let linkDown = ContinuousClock.now
+            await device.disconnect()
+            let error = await #expect(throws: BluetoothError.self) { try await read.value }
+            #expect(error?.code == .disconnected, "\(String(describing: error))")
+            #expect((error?.cause as? BluetoothError)?.code == .notConnected)
+            // Not before the grace BlueZ gets to answer after it announced the link down.
+            #expect(ContinuousClock.now - linkDown >= BlueZPeripheralBackend.unansweredGrace)
+        }
+    }
+
     @Test func aRefusedConnectionKeepsBlueZsReason() async throws {
         try await withDevice { _, device, _, peripheral in
             device.connectFailure.value = ("org.bluez.Error.Failed", "le-connection-abort-by-local")

@@ -39,6 +39,10 @@ final class FakeDevice: Sendable {
     /// `thenDisconnect` is set, drops the link 100 ms later, as BlueZ fails a read the link
     /// drop interrupted before it announces the disconnect.
     let readFailure = Locked<(name: String, message: String, thenDisconnect: Bool)?>(nil)
+    /// Makes characteristic reads go unanswered while set, as BlueZ 5.82 leaves a request whose
+    /// link dropped during the pairing it started; `readsWaiting` counts the reads held so.
+    let readHangs = Locked(false)
+    let readsWaiting = Locked(0)
     /// Makes `StartNotify` answer only this long after it is called (it counts as called at once).
     let startNotifyDelay = Locked<Duration>(.zero)
     /// Makes `Connect` answer only once this is cleared (it counts as called at once).
@@ -173,6 +177,10 @@ final class FakeDevice: Sendable {
                         DBusMethod("ReadValue", in: "a{sv}", out: "ay") { _ in
                             guard device.state.value["Connected"] == .boolean(true) else {
                                 throw DBusError("org.bluez.Error.Failed", "Not connected")
+                            }
+                            if device.readHangs.value {
+                                device.readsWaiting.value += 1
+                                while device.readHangs.value { try await Task.sleep(for: .milliseconds(20)) }
                             }
                             if let failure = device.readFailure.value {
                                 if failure.thenDisconnect {
