@@ -128,16 +128,25 @@ extension AcquiredSocketTests {
             let stream = try await peripheral.notifications(of: SeedCharacteristic.b2, delivery: .socket)
             let end = try #require(device.socketEnds.value["AcquireNotify:char0024"])
             let count = 20_000
+            // Able reads the socket as fast as values come, into the stream's buffer of 16,384
+            // (newest dropped when full): a sender more than that ahead of a slow consumer (under
+            // ThreadSanitizer) would see values dropped, as documented. Keep within half of it.
+            let taken = Locked(0)
             let sender = Task.detached {
                 for value in 0..<count {
+                    while value - taken.value >= 8_192 { try? await Task.sleep(for: .milliseconds(1)) }
                     let message: [UInt8] = [UInt8(value >> 8), UInt8(value & 0xFF), 0, 0, 0, 0, 0, 0]
                     while message.withUnsafeBytes({ send(end, $0.baseAddress, $0.count, 0) }) < 0 {}
                 }
             }
             var received: [Int] = []
-            for try await value in stream.prefix(count) { received.append(Int(value[0]) << 8 | Int(value[1])) }
+            for try await value in stream.prefix(count) {
+                received.append(Int(value[0]) << 8 | Int(value[1]))
+                taken.value = received.count
+            }
             await sender.value
             #expect(received == (0..<count).map { $0 & 0xFFFF })
+            #expect(stream.droppedCount == 0)
         }
     }
 }
