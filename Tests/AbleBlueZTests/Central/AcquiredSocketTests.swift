@@ -75,6 +75,30 @@ struct AcquiredSocketTests {
         }
     }
 
+    /// Writes without response after the first go straight into the socket, without the
+    /// peripheral's actor; a write with response still releases it (BlueZ refuses other writes
+    /// while it is held), and the next write without response acquires a new one rather than
+    /// use the released one.
+    @Test func aWriteWithResponseReleasesTheSocketAndTheNextWriteWithoutResponseAcquiresAnother() async throws {
+        try await peripheralTests.withDevice { _, device, _, peripheral in
+            device.acquireAnswer.value = nil
+            try await peripheral.connect(timeout: .seconds(5))
+            for value in 1...3 {
+                try await peripheral.write([UInt8(value)], to: SeedCharacteristic.a1, type: .withoutResponse)
+            }
+            let first = try #require(device.socketEnds.value["AcquireWrite:char0011"])
+            #expect(
+                [Self.receive(from: first), Self.receive(from: first), Self.receive(from: first)] == [[1], [2], [3]])
+            try await peripheral.write([4], to: SeedCharacteristic.a1)
+            #expect(device.calls.value.filter { $0.hasPrefix("WriteValue") } == ["WriteValue:request"])
+            #expect(Self.receive(from: first) == nil)
+            try await peripheral.write([5], to: SeedCharacteristic.a1, type: .withoutResponse)
+            #expect(device.acquisitions.value == ["AcquireWrite:char0011", "AcquireWrite:char0011"])
+            let second = try #require(device.socketEnds.value["AcquireWrite:char0011"])
+            #expect(Self.receive(from: second) == [5])
+        }
+    }
+
     @Test(arguments: [
         ("org.bluez.Error.NotSupported", BluetoothError.Code.notSupported),
         ("org.bluez.Error.NotPermitted", .notPermitted),
