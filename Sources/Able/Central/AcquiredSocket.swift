@@ -124,10 +124,13 @@ package final class AcquiredSocket: Sendable {
 
 extension L2CAPChannel {
     /// How many bytes sent into the socket its peer has not read yet (`ioctl(SIOCOUTQ)`; for
-    /// `AF_UNIX`, the bytes of the messages the peer has not taken).
+    /// `AF_UNIX`, the bytes of the messages the peer has not taken); 0 once the channel has closed
+    /// its socket, whose number may by then be another descriptor's.
     package nonisolated var unreadByteCount: Int {
-        var count: CInt = 0
-        guard ioctl(core.socket, UInt(0x5411), &count) == 0 else { return 0 }
-        return Int(count)
+        core.withOpenSocket { socket in
+            var count: CInt = 0
+            guard ioctl(socket, UInt(0x5411), &count) == 0 else { return 0 }
+            return Int(count)
+        } ?? 0
     }
 }

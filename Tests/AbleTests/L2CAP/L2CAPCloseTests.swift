@@ -106,6 +106,30 @@ struct L2CAPCloseTests {
         await local.close()
     }
 
+    /// A closed channel's descriptor number is free for the next descriptor the process opens, on
+    /// any thread: what the channel reports about its socket must not come from that one. Here
+    /// `close` leaves the number open, as if it had been reused at once, with bytes still queued.
+    @Test("A closed channel never reads its socket's number again", .timeLimit(.minutes(1)))
+    func aClosedChannelNeverUsesItsNumberAgain() async throws {
+        let (mine, theirs) = try L2CAPChannel.makeSocketPair(mtu: 64)
+        defer {
+            Glibc.close(mine)
+            Glibc.close(theirs)
+        }
+        let closes = Locked<[CInt]>([])
+        var operations = SocketOperations.system
+        operations.close = { socket in
+            closes.value.append(socket)
+            return .success(())
+        }
+        let channel = try L2CAPChannel.wrapping(socket: mine, sendMTU: 64, receiveMTU: 64, operations: operations)
+        try await channel.send([1, 2, 3])
+        #expect(channel.unreadByteCount > 0)
+        await channel.close()
+        #expect(closes.value == [mine])
+        #expect(channel.unreadByteCount == 0)
+    }
+
     @Test("A channel that goes away closes its socket, and the peer sees the end", .timeLimit(.minutes(1)))
     func releaseCloses() async throws {
         var (local, peer): (L2CAPChannel?, L2CAPChannel) = try L2CAPChannel.makePair(mtu: 64)

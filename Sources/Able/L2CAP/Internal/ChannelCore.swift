@@ -54,6 +54,10 @@ package final class ChannelCore: @unchecked Sendable {
     /// The batch the direct receiver's values of one handler run go out in; used on the queue only.
     private let deliveryBatch = DeliveryBatch()
     private let sending = Lock(SendStateMachine<SendWaiter>())
+    /// Whether ``closeSocket()`` has closed the descriptor: set, and the descriptor closed, under
+    /// this lock, so that a caller from another thread (``withOpenSocket(_:)``) never uses the
+    /// number once it may be someone else's.
+    private let descriptorClosed = Lock(false)
     private let readSource: any DispatchSourceRead
     private let writeSource: any DispatchSourceWrite
 
@@ -408,7 +412,10 @@ package final class ChannelCore: @unchecked Sendable {
     private func closeSocket() {
         guard case .closing(0, let waiters) = lifecycle else { return }
         // Linux closes the descriptor even when close(2) reports EINTR: never retry.
-        _ = operations.close(socket)
+        descriptorClosed.withLock { closed in
+            closed = true
+            _ = operations.close(socket)
+        }
         // No one receives any more (the buffer is finished and no fetch is under way).
         receiver.kickReader.action = nil
         lifecycle = .closed
@@ -438,6 +445,13 @@ package final class ChannelCore: @unchecked Sendable {
     }
 
     // MARK: Observation
+
+    /// Runs `body` with the descriptor, from any thread, unless the channel has closed it: its
+    /// number may then belong to a descriptor opened since, elsewhere in the process. The channel
+    /// does not close the descriptor while `body` runs; `body` must not block.
+    func withOpenSocket<Result>(_ body: (CInt) -> Result) -> Result? {
+        descriptorClosed.withLock { closed in closed ? nil : body(socket) }
+    }
 
     /// How many sends have had to wait for the socket.
     var sendWaitCount: Int { sending.withLock { $0.waitCount } }
