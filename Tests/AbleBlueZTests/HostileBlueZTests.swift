@@ -90,8 +90,9 @@ struct HostileBlueZTests {
     @Test func propertiesOfTheWrongTypeReadAsAbsent() async throws {
         try await withSetup { setup in
             let baseline = try await setup.resources()
-            setup.fake.change("hci0", "Powered", to: .string("yes"))
+            // Two signals, applied in the order sent: once the second is seen, so is the first.
             setup.fake.change("hci0", "Address", to: .uint32(1))
+            setup.fake.change("hci0", "Powered", to: .string("yes"))
             try await waitUntil { await !setup.adapter.state.isPowered }
             #expect(await setup.adapter.state.address == nil)
 
