@@ -4,10 +4,11 @@ import Able
 /// QEMU guest.
 ///
 /// `able soak --role server` serves ``SoakServer`` on its adapter until stopped (the soak kills
-/// and restarts it on purpose); at start it waits up to a minute for `bluetoothd` and the adapter. `able soak` (the central) works a ``MaintainedConnection`` to
-/// the server for the duration, as ``SoakCentral`` describes, while `Scripts/bluez-vm/guest-soak`
-/// injects the faults; then it prints what it counted and measured and fails (status 1) when a
-/// criterion is not met:
+/// and restarts it on purpose); at start it waits up to a minute for `bluetoothd` and the
+/// adapter. `able soak` (the central) works a ``MaintainedConnection`` to the server for the
+/// duration, as ``SoakCentral`` describes, while `Scripts/bluez-vm/guest-soak` injects the
+/// faults; then it prints what it counted and measured and fails (status 1) when a criterion is
+/// not met:
 ///
 /// - every error is a ``BluetoothError`` (an untyped one fails);
 /// - no value is lost or duplicated on a path that survived (a link, a channel);
