@@ -29,10 +29,10 @@ public struct NotificationDelivery: Sendable, Hashable, CustomStringConvertible 
     /// Able reads the socket as values arrive, in its dispatch source's handler, straight into the
     /// stream's buffer, whose policy is the same as on the bus (see ``NotificationStream``): no
     /// task in between, every message that is ready taken in one wake-up, and a waiting consumer
-    /// woken once for them. BlueZ itself
-    /// drops a notification it cannot write because the socket is full (about 200 values unread
-    /// by the kernel's default buffer): that happens only while this process is not scheduled
-    /// at all, and such a value is not counted in ``NotificationStream/droppedCount``.
+    /// woken once for them. BlueZ itself drops a notification it cannot write because the socket
+    /// is full (about 200 values unread by the kernel's default buffer): that happens only while
+    /// this process is not scheduled at all, and such a value is not counted in
+    /// ``NotificationStream/droppedCount``.
     ///
     /// Subscribing throws what BlueZ answers when it refuses: ``BluetoothError/Code/notSupported``
     /// when the characteristic does not notify, ``BluetoothError/Code/notPermitted`` when another

@@ -11,9 +11,9 @@ package import AbleStreams
 /// link's notifications, so a consumer that stalls briefly loses nothing); when full, the
 /// newest values are dropped and counted in ``droppedCount``; none are reordered. Values that
 /// arrive together (one read from the bus, or every message ready on the characteristic's
-/// socket) wake a waiting consumer once. While values come less
-/// than a millisecond apart, the bus is read every millisecond rather than for each of them, so
-/// a value may then wait up to 1 ms before it is delivered.
+/// socket) wake a waiting consumer once. While values come less than a millisecond apart, the
+/// bus is read every millisecond rather than for each of them, so a value may then wait up to
+/// 1 ms before it is delivered.
 ///
 /// The values come from `PropertiesChanged` signals on the bus, or from the characteristic's
 /// own socket (BlueZ `AcquireNotify`) when the stream asks for it with a ``NotificationDelivery``:
