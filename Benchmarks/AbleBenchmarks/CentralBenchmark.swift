@@ -37,41 +37,26 @@ nonisolated func receiveNotifications(_ stream: NotificationStream, count: Int, 
 /// With `onLoop`, the loop runs in a task that prefers the D-Bus connection's executor (its event
 /// loop), so that a notification wakes no other thread: what the figure would be if the user's
 /// code ran on the loop (which Able's public API does not offer; for information).
-func runCentralNotifications(address: String, count: Int, onLoop: Bool = false) async throws -> Measurement {
+///
+/// With `delivery: .socket` it is `central-notify-socket`: the values come through the
+/// characteristic's own socket, which the fake answers `AcquireNotify` with and then writes them
+/// into (what `socket-client.c … notify` does with `read(2)`).
+func runCentralNotifications(
+    address: String, count: Int, delivery: NotificationDelivery = .propertiesChanged, onLoop: Bool = false
+) async throws -> Measurement {
     let connection = try await DBusConnection.connect(to: .address(address))
     let adapter = try await Adapter.bluez(named: FakeBlueZShape.adapter, on: connection)
     let peripheral = adapter.peripheral(address: FakeBlueZShape.peripheral)
     try await peripheral.connect(timeout: .seconds(10))
     let progress = Progress()
     let start = Mark.now()
-    let stream = try await peripheral.notifications(of: FakeBlueZShape.characteristicID)
+    let stream = try await peripheral.notifications(of: FakeBlueZShape.characteristicID, delivery: delivery)
     let receiving =
         onLoop
         ? Task.detached(executorPreference: connection.executor) {
             try await receiveNotifications(stream, count: count, progress: progress)
         }
         : Task.detached { try await receiveNotifications(stream, count: count, progress: progress) }
-    let watchdog = startWatchdog(cancelling: receiving, progress: progress)
-    let check = try await receiving.value
-    let end = Mark.now()
-    watchdog.cancel()
-    let dropped = stream.droppedCount
-    await connection.close()
-    return check.measurement(expecting: count, start: start, end: end, dropped: dropped)
-}
-
-/// `central-notify-socket`: as `central-notifications`, but through the characteristic's own
-/// socket (`notifications(of:delivery: .socket)`), which the fake answers `AcquireNotify` with and
-/// then writes the values into: what `socket-client.c … notify` does with `read(2)`.
-func runCentralNotifySocket(address: String, count: Int) async throws -> Measurement {
-    let connection = try await DBusConnection.connect(to: .address(address))
-    let adapter = try await Adapter.bluez(named: FakeBlueZShape.adapter, on: connection)
-    let peripheral = adapter.peripheral(address: FakeBlueZShape.peripheral)
-    try await peripheral.connect(timeout: .seconds(10))
-    let progress = Progress()
-    let start = Mark.now()
-    let stream = try await peripheral.notifications(of: FakeBlueZShape.characteristicID, delivery: .socket)
-    let receiving = Task.detached { try await receiveNotifications(stream, count: count, progress: progress) }
     let watchdog = startWatchdog(cancelling: receiving, progress: progress)
     let check = try await receiving.value
     let end = Mark.now()

@@ -9,6 +9,8 @@
 //
 // To add a command, add an entry to `commands`: its name, its arguments after the name, and what
 // it runs. Arguments are read with `integer(_:)` and `placement(_:)`.
+import Able
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -41,7 +43,7 @@ let commands: [Command] = [
         try await runCentralNotifications(address: a[0], count: integer(a[1]), onLoop: true)
     },
     Command(name: "central-notify-socket", arguments: ["ADDRESS", "N"]) { a in
-        try await runCentralNotifySocket(address: a[0], count: integer(a[1]))
+        try await runCentralNotifications(address: a[0], count: integer(a[1]), delivery: .socket)
     },
     Command(name: "central-write-socket", arguments: ["ADDRESS", "N", "single|sequence"]) { a in
         guard let style = SocketWriteStyle(rawValue: a[2]) else {
