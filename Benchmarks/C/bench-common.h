@@ -3,6 +3,7 @@
 #define ABLE_BENCH_COMMON_H
 
 #include <dbus/dbus.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +84,40 @@ static inline uint64_t bench_sequence(const unsigned char *bytes) {
     uint64_t value = 0;
     for (int i = 7; i >= 0; i--) value = (value << 8) | bytes[i];
     return value;
+}
+
+/* Counts one received sequence number against the one expected next: the numbers skipped are
+ * lost, and one that comes after a higher one is reordered (and was counted lost before). */
+static inline void bench_track_sequence(uint64_t sequence, uint64_t *expected, long *lost, long *reordered) {
+    if (sequence >= *expected) {
+        *lost += (long)(sequence - *expected);
+        *expected = sequence + 1;
+    } else {
+        (*reordered)++;
+        (*lost)--;
+    }
+}
+
+/* Calls AcquireWrite or AcquireNotify on the characteristic at `path` with empty options; returns
+ * the descriptor, made blocking, and the MTU BlueZ reported. */
+static inline int bench_acquire(DBusConnection *connection, const char *path, const char *method, uint16_t *mtu) {
+    DBusMessage *call = dbus_message_new_method_call(BLUEZ_NAME, path, BENCH_GATT_INTERFACE, method);
+    DBusMessageIter iter, options;
+    dbus_message_iter_init_append(call, &iter);
+    dbus_message_iter_open_container(&iter, DBUS_TYPE_ARRAY, "{sv}", &options);
+    dbus_message_iter_close_container(&iter, &options);
+    DBusError error;
+    dbus_error_init(&error);
+    DBusMessage *reply = dbus_connection_send_with_reply_and_block(connection, call, 10000, &error);
+    dbus_message_unref(call);
+    if (reply == NULL) bench_die(method, &error);
+    int fd = -1;
+    if (!dbus_message_get_args(reply, &error, DBUS_TYPE_UNIX_FD, &fd, DBUS_TYPE_UINT16, mtu, DBUS_TYPE_INVALID))
+        bench_die(method, &error);
+    dbus_message_unref(reply);
+    int flags = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    return fd;
 }
 
 /* Builds one BlueZ notification: PropertiesChanged("org.bluez.GattCharacteristic1",

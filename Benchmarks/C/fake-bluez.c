@@ -336,14 +336,7 @@ static void drain_socket(void) {
             start = bench_mark_now();
             clock_gettime(CLOCK_MONOTONIC, &next);
         }
-        uint64_t sequence = bench_sequence(value);
-        if (sequence >= expected) {
-            lost += (long)(sequence - expected);
-            expected = sequence + 1;
-        } else {
-            reordered++;
-            lost--;
-        }
+        bench_track_sequence(bench_sequence(value), &expected, &lost, &reordered);
         if (per_second > 0) pace(&next);
     }
     bench_mark end = bench_mark_now();

@@ -71,31 +71,10 @@ static char *find_characteristic(DBusConnection *connection, const char *adapter
     return found;
 }
 
-/* Calls AcquireWrite or AcquireNotify with empty options; returns the descriptor (made blocking). */
-static int acquire(DBusConnection *connection, const char *path, const char *method, uint16_t *mtu) {
-    DBusMessage *call = dbus_message_new_method_call(BLUEZ_NAME, path, BENCH_GATT_INTERFACE, method);
-    DBusMessageIter iter, options;
-    dbus_message_iter_init_append(call, &iter);
-    dbus_message_iter_open_container(&iter, DBUS_TYPE_ARRAY, "{sv}", &options);
-    dbus_message_iter_close_container(&iter, &options);
-    DBusError error;
-    dbus_error_init(&error);
-    DBusMessage *reply = dbus_connection_send_with_reply_and_block(connection, call, 10000, &error);
-    dbus_message_unref(call);
-    if (reply == NULL) bench_die(method, &error);
-    int fd = -1;
-    if (!dbus_message_get_args(reply, &error, DBUS_TYPE_UNIX_FD, &fd, DBUS_TYPE_UINT16, mtu, DBUS_TYPE_INVALID))
-        bench_die(method, &error);
-    dbus_message_unref(reply);
-    int flags = fcntl(fd, F_GETFL);
-    fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-    return fd;
-}
-
 static int run_write(DBusConnection *connection, const char *adapter, const char *uuid, long count, int size) {
     char *path = find_characteristic(connection, adapter, uuid);
     uint16_t mtu = 0;
-    int fd = acquire(connection, path, "AcquireWrite", &mtu);
+    int fd = bench_acquire(connection, path, "AcquireWrite", &mtu);
     if (size < 4 || size > mtu - 3) {
         fprintf(stderr, "a value of %d bytes does not fit the write socket's MTU of %u\n", size, mtu);
         return 1;
@@ -151,7 +130,7 @@ static int run_notify(DBusConnection *connection, const char *adapter, const cha
     char *path = find_characteristic(connection, adapter, uuid);
     char *control = find_characteristic(connection, adapter, control_uuid);
     uint16_t mtu = 0;
-    int fd = acquire(connection, path, "AcquireNotify", &mtu);
+    int fd = bench_acquire(connection, path, "AcquireNotify", &mtu);
     unsigned char value[520];
     long received = 0, lost = 0, reordered = 0, expected = 0;
     bench_mark start = bench_mark_now();

@@ -20,27 +20,6 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-static int acquire(DBusConnection *connection, const char *method) {
-    DBusMessage *call = dbus_message_new_method_call(BLUEZ_NAME, BLUEZ_CHARACTERISTIC_PATH, BENCH_GATT_INTERFACE, method);
-    DBusMessageIter iter, options;
-    dbus_message_iter_init_append(call, &iter);
-    dbus_message_iter_open_container(&iter, DBUS_TYPE_ARRAY, "{sv}", &options);
-    dbus_message_iter_close_container(&iter, &options);
-    DBusError error;
-    dbus_error_init(&error);
-    DBusMessage *reply = dbus_connection_send_with_reply_and_block(connection, call, 10000, &error);
-    dbus_message_unref(call);
-    if (reply == NULL) bench_die(method, &error);
-    int fd = -1;
-    dbus_uint16_t mtu = 0;
-    if (!dbus_message_get_args(reply, &error, DBUS_TYPE_UNIX_FD, &fd, DBUS_TYPE_UINT16, &mtu, DBUS_TYPE_INVALID))
-        bench_die(method, &error);
-    dbus_message_unref(reply);
-    int flags = fcntl(fd, F_GETFL);
-    fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-    return fd;
-}
-
 int main(int argc, char **argv) {
     if (argc != 4 || (strcmp(argv[2], "notify") != 0 && strcmp(argv[2], "write") != 0)) {
         fprintf(stderr, "usage: socket-client ADDRESS notify|write N\n");
@@ -50,7 +29,8 @@ int main(int argc, char **argv) {
     long count = atol(argv[3]);
     DBusConnection *connection = bench_connect(argv[1]);
     bench_mark start = bench_mark_now();
-    int fd = acquire(connection, notify ? "AcquireNotify" : "AcquireWrite");
+    uint16_t mtu = 0;
+    int fd = bench_acquire(connection, BLUEZ_CHARACTERISTIC_PATH, notify ? "AcquireNotify" : "AcquireWrite", &mtu);
     long lost = 0, reordered = 0;
     if (notify) {
         uint64_t expected = 0;
@@ -64,14 +44,7 @@ int main(int argc, char **argv) {
             ssize_t length = read(fd, value, sizeof value);
             if (length < 0 && errno == EINTR) continue;
             if (length != BENCH_VALUE_LENGTH) bench_die("a notification is not 20 bytes", NULL);
-            uint64_t sequence = bench_sequence(value);
-            if (sequence >= expected) {
-                lost += (long)(sequence - expected);
-                expected = sequence + 1;
-            } else {
-                reordered++;
-                lost--;
-            }
+            bench_track_sequence(bench_sequence(value), &expected, &lost, &reordered);
             received++;
         }
     } else {
