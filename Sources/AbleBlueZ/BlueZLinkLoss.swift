@@ -42,9 +42,6 @@ final class BlueZLinkLoss: Sendable {
         state.withLock { _ = $0.requests.removeValue(forKey: id) }
     }
 
-    /// How many requests are listed: for tests that check that nothing leaks.
-    var count: Int { state.withLock { $0.requests.count } }
-
     /// BlueZ announced the link of `device` down (or, for `nil`, left the bus): the requests to it
     /// listed now fail after ``grace`` unless answered by then. One timer per announcement, none
     /// when no request is under way.
