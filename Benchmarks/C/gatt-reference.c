@@ -132,7 +132,8 @@ static int run_notify(DBusConnection *connection, const char *adapter, const cha
     uint16_t mtu = 0;
     int fd = bench_acquire(connection, path, "AcquireNotify", &mtu);
     unsigned char value[520];
-    long received = 0, lost = 0, reordered = 0, expected = 0;
+    long received = 0, lost = 0, reordered = 0;
+    uint64_t expected = 0;
     bench_mark start = bench_mark_now();
     write_control(connection, control, count, size);
     while (received < count) {
@@ -147,14 +148,9 @@ static int run_notify(DBusConnection *connection, const char *adapter, const cha
             fprintf(stderr, "a notification of %zd bytes, not %d\n", length, size);
             return 1;
         }
-        long index = (long)value[0] | (long)value[1] << 8 | (long)value[2] << 16 | (long)value[3] << 24;
-        if (index >= expected) {
-            lost += index - expected;
-            expected = index + 1;
-        } else {
-            reordered++;
-            lost--;
-        }
+        uint64_t index = (uint64_t)value[0] | (uint64_t)value[1] << 8 | (uint64_t)value[2] << 16
+            | (uint64_t)value[3] << 24;
+        bench_track_sequence(index, &expected, &lost, &reordered);
         received++;
     }
     bench_mark end = bench_mark_now();
