@@ -76,6 +76,48 @@ extension Scenario {
         }
     }
 
+    /// Once a write without response has acquired its characteristic's socket, the next ones go
+    /// into it from the caller's thread: they do not wait behind another operation on the same
+    /// peripheral, here a read that the server holds until the writes have arrived.
+    static func writesWithoutResponseDoNotWaitForAReadInProgress(_ backend: some ScenarioBackend) async throws {
+        let service = BluetoothUUID.random()
+        let sink = CharacteristicID(.random(), service: service)
+        let slow = CharacteristicID(.random(), service: service)
+        let received = Recorder<[UInt8]>()
+        let readStarted = Recorder<Bool>()
+        let released = Recorder<Bool>()
+        let definition = GATTServerDefinition {
+            Service(service) {
+                Characteristic(sink.uuid, properties: [.write, .writeWithoutResponse])
+                Characteristic(slow.uuid, properties: [.read])
+            }
+            OnWrite([sink.uuid]) { request in
+                received.append(request.value)
+                return .accept
+            }
+            OnRead([slow.uuid]) { _ in
+                readStarted.append(true)
+                // Held until the test has seen the writes arrive, 3 s at most (BlueZ answers for
+                // an application after 5 s): writes that waited for the read leave it unreleased.
+                for _ in 0..<150 where released.all.isEmpty { try? await backend.pause(.milliseconds(20)) }
+                return released.all.isEmpty ? [0] : [7]
+            }
+        }
+        try await withConnection(backend, serving: definition, advertising: service) { _, peripheral in
+            // The first write acquires the socket, through the peripheral.
+            try await peripheral.write([0], to: sink, type: .withoutResponse)
+            try await backend.eventually("the server to receive the first write") { received.all.count == 1 }
+            async let read = peripheral.read(slow)
+            try await backend.eventually("the server's handler to start reading") { !readStarted.all.isEmpty }
+            for index in 1...3 { try await peripheral.write([UInt8(index)], to: sink, type: .withoutResponse) }
+            try await backend.eventually("the writes to arrive while the read is held") { received.all.count == 4 }
+            released.append(true)
+            #expect(try await read == [7], "the read was answered before the writes arrived")
+            // BlueZ may swap Write Commands across its EATT bearers: the order checked is the values'.
+            #expect(received.all.sorted { $0.lexicographicallyPrecedes($1) } == [[0], [1], [2], [3]])
+        }
+    }
+
     static func notificationsThroughTheSocket(_ backend: some ScenarioBackend) async throws {
         let service = BluetoothUUID.random()
         let counter = CharacteristicID(.random(), service: service)

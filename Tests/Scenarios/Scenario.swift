@@ -15,6 +15,7 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
     case seed002
     case badInputIsRefusedAtTheSurface
     case writeWithoutResponseThroughTheSocket
+    case writesWithoutResponseDoNotWaitForAReadInProgress
     case notificationsThroughTheSocket
     case longAndReliableWrites
     case aServerNotifyingInATightLoopKeepsAnswering
@@ -40,6 +41,8 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
             case .seed002: try await Self.seed002(backend)
             case .badInputIsRefusedAtTheSurface: try await Self.badInputIsRefusedAtTheSurface(backend)
             case .writeWithoutResponseThroughTheSocket: try await Self.writeWithoutResponseThroughTheSocket(backend)
+            case .writesWithoutResponseDoNotWaitForAReadInProgress:
+                try await Self.writesWithoutResponseDoNotWaitForAReadInProgress(backend)
             case .notificationsThroughTheSocket: try await Self.notificationsThroughTheSocket(backend)
             case .longAndReliableWrites: try await Self.longAndReliableWrites(backend)
             case .aServerNotifyingInATightLoopKeepsAnswering:
