@@ -21,14 +21,15 @@ let package = Package(
             pkgConfig: "bluez",
             providers: [.apt(["libbluetooth-dev"])]
         ),
-        // glibc's <malloc.h>, for the soak's heap figures (part of libc: nothing to install).
-        .systemLibrary(name: "CMalloc"),
-        .target(name: "AbleStreams"),
-        .target(name: "AbleDBus", dependencies: ["AbleStreams", "CDBus"]),
+        // Linux and glibc headers the Glibc module leaves out: epoll and eventfd for the event
+        // loops, <malloc.h> for the soak's heap figures (part of libc: nothing to install).
+        .systemLibrary(name: "CLinux"),
+        .target(name: "AbleStreams", dependencies: ["CLinux"]),
+        .target(name: "AbleDBus", dependencies: ["AbleStreams", "CDBus", "CLinux"]),
         .target(name: "Able", dependencies: ["AbleStreams"]),
         .target(name: "AbleBlueZ", dependencies: ["Able", "AbleDBus", "AbleStreams", "CBluetooth"]),
         .target(name: "AbleSimulator", dependencies: ["Able", "AbleStreams"]),
-        .target(name: "AbleCommand", dependencies: ["Able", "AbleBlueZ", "AbleSimulator", "AbleStreams", "CMalloc"]),
+        .target(name: "AbleCommand", dependencies: ["Able", "AbleBlueZ", "AbleSimulator", "AbleStreams", "CLinux"]),
         .executableTarget(name: "able", dependencies: ["AbleCommand"]),
         .executableTarget(
             name: "AbleBenchmarks",

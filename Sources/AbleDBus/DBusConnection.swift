@@ -100,7 +100,7 @@ public actor DBusConnection {
                 continuation.resume(with: Result { try openBlocking(bus) })
             }
         }
-        let core = ConnectionCore(raw: raw, loop: executor, log: log)
+        let core = ConnectionCore(raw: raw, loop: executor.loop, log: log)
         // Before any job of the actor, which the loop runs after this one.
         executor.execute { core.start() }
         return DBusConnection(core: core, executor: executor, uniqueName: uniqueName)

@@ -3,17 +3,6 @@
 
 #include <dbus/dbus.h>
 
-// AbleDBus's event loop waits in epoll_wait and is woken through an eventfd; Glibc's module
-// map leaves both headers out.
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <sys/prctl.h>
-
-// Names the calling thread (at most 15 bytes show); prctl is variadic, which Swift does not import.
-static inline int able_name_this_thread(const char *name) {
-    return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
-}
-
 // libdbus's type codes are cast macros, which Swift does not import: re-export them.
 static const int ABLE_DBUS_TYPE_INVALID = DBUS_TYPE_INVALID;
 static const int ABLE_DBUS_TYPE_BYTE = DBUS_TYPE_BYTE;

@@ -11,8 +11,8 @@ import Synchronization
 /// BlueZ hands one out for `GattCharacteristic1.AcquireWrite` and `AcquireNotify` (one end of an
 /// `AF_UNIX` socketpair whose other end `bluetoothd` serves); the simulator makes a socketpair
 /// itself. Either way the socket runs on an ``L2CAPChannel``'s engine: nonblocking, driven by
-/// dispatch sources, sends waiting for room (never dropped), and received values handed from the
-/// read source's handler straight to whoever takes them (a notification stream's buffer, with its
+/// the sockets' event loop, sends waiting for room (never dropped), and received values handed
+/// from the socket's read handler straight to whoever takes them (a notification stream's buffer, with its
 /// own documented policy), every message that is ready in one run.
 ///
 /// The socket is released by closing it: the backend's end then sees the hang-up, as BlueZ does.
@@ -50,8 +50,8 @@ package final class AcquiredSocket: Sendable {
     /// - Parameters:
     ///   - socket: The descriptor; the socket owns it from now on, also when this throws.
     ///   - attMTU: The ATT MTU the backend reported.
-    ///   - onValue: Called with each received message, in order, on the socket's queue, straight
-    ///     from the read source's handler: no task and no buffer in between, and the values of one
+    ///   - onValue: Called with each received message, in order, on the sockets' event loop,
+    ///     straight from the socket's read handler: no task and no buffer in between, and the values of one
     ///     run of the handler (every message that was ready) go out as one `DeliveryBatch`, so a
     ///     stream's consumer is woken once for them. It must not block. `nil` for a write socket,
     ///     whose peer sends nothing.

@@ -26,7 +26,7 @@ public struct NotificationDelivery: Sendable, Hashable, CustomStringConvertible 
 
     /// The characteristic's own socket (BlueZ `AcquireNotify`); notifications only.
     ///
-    /// Able reads the socket as values arrive, in its dispatch source's handler, straight into the
+    /// Able reads the socket as values arrive, in its handler on Able's sockets event loop, straight into the
     /// stream's buffer, whose policy is the same as on the bus (see ``NotificationStream``): no
     /// task in between, every message that is ready taken in one wake-up, and a waiting consumer
     /// woken once for them. BlueZ itself drops a notification it cannot write because the socket

@@ -24,11 +24,12 @@
 /// SDU the peer accepts, ``receiveMTU`` the largest it may send.
 ///
 /// The channel owns one nonblocking `SOCK_SEQPACKET` socket (on BlueZ an `AF_BLUETOOTH`/
-/// `BTPROTO_L2CAP` one, on the simulator an `AF_UNIX` one), driven by dispatch sources on the channel's own serial queue, which is also the actor's
-/// executor. Sending and receiving do not hop to the actor: they take a lock and call the socket
-/// from the caller's executor. An actor of yours that sends or receives a lot can share the
-/// channel's executor, so that a send or receive that had to wait resumes on the thread that
-/// served the socket, without a hop:
+/// `BTPROTO_L2CAP` one, on the simulator an `AF_UNIX` one), watched by Able's sockets event loop:
+/// one thread, shared by every channel and listener of the process, that waits in `epoll_wait`
+/// and is also the actor's executor. Sending and receiving do not hop to the actor: they take a
+/// lock and call the socket from the caller's executor. An actor of yours that sends or receives
+/// a lot can share the channel's executor, so that a send or receive that had to wait resumes on
+/// the thread that served the socket, without a hop:
 ///
 /// ```swift
 /// actor Echo {
@@ -45,8 +46,9 @@
 ///   the link is lost, or when the last reference to the channel goes away; ``packets`` alone
 ///   does not keep it open.
 ///
-/// The channel keeps no state of its own (its engine's lives on the socket's queue or behind
-/// locks): it is an actor for its executor, that queue, which actors of yours can share as above.
+/// The channel keeps no state of its own (its engine's lives on the loop or behind locks): it is
+/// an actor for its executor, that loop, which actors of yours can share as above. Code that runs
+/// there must not block: while it runs, no socket of the process is served.
 public actor L2CAPChannel {
     /// The largest SDU the peer accepts, in bytes: the most ``send(_:)`` can send at once.
     ///
@@ -71,9 +73,9 @@ public actor L2CAPChannel {
 
     package nonisolated let core: ChannelCore
 
-    /// The channel's serial queue: its socket's dispatch sources run there too.
+    /// Able's sockets event loop: the socket's handlers run there too.
     public nonisolated var unownedExecutor: UnownedSerialExecutor {
-        core.executor.asUnownedSerialExecutor()
+        core.loop.asUnownedSerialExecutor()
     }
 
     package init(
@@ -158,8 +160,8 @@ extension L2CAPChannel {
             throw BluetoothError(errno, while: "making the socket nonblocking")
         }
         let core = ChannelCore(
-            socket: socket, operations: operations, executor: SocketQueue(label: "Able.L2CAPChannel"),
-            sendMTU: sendMTU, receiveMTU: receiveMTU, watermarks: watermarks, directReceiver: directReceiver)
+            socket: socket, operations: operations, sendMTU: sendMTU, receiveMTU: receiveMTU, watermarks: watermarks,
+            directReceiver: directReceiver)
         return L2CAPChannel(core: core, peerAddress: peerAddress, peerAddressType: peerAddressType)
     }
 

@@ -35,7 +35,7 @@ extension L2CAPListener {
             throw BluetoothError(.notSupported, message: "channels are offered to this listener, not accepted")
         }
         let core = ListenerCore(
-            socket: socket, operations: .system, executor: SocketQueue(label: "Able.L2CAPListener"),
+            socket: socket, operations: .system,
             watermarks: .default, setUp: setUp)
         return (L2CAPListener(psm: psm, core: core), L2CAPChannelOffer(core: core, socket: identity))
     }

@@ -11,15 +11,15 @@
 ///
 /// Obtain one with ``Adapter/listenL2CAP(psm:security:receiveMTU:watermarks:)``. On BlueZ the
 /// listener owns one nonblocking `AF_BLUETOOTH`/`SOCK_SEQPACKET`/`BTPROTO_L2CAP` socket; on the
-/// simulator an `AF_UNIX` one. Either is driven by a dispatch read source on the listener's
-/// serial queue, which is also the actor's executor.
+/// simulator an `AF_UNIX` one. Either is watched by Able's sockets event loop, one thread shared
+/// by every channel and listener of the process, which is also the actor's executor.
 ///
 /// - Important: The listener stops listening when ``close()`` is called, when the last
 ///   reference to it goes away, or when the task that iterates ``channels`` is cancelled;
 ///   channels already accepted stay open.
 ///
-/// The listener keeps no state of its own (its engine's lives on the socket's queue): it is an
-/// actor for its executor, that queue.
+/// The listener keeps no state of its own (its engine's lives on the loop): it is an actor for
+/// its executor, that loop.
 public actor L2CAPListener {
     /// The PSM peers connect to: the one asked for, or the dynamic one (`0x0080`–`0x00FF`) the
     /// kernel picked for ``PSM/automatic``.
@@ -33,9 +33,9 @@ public actor L2CAPListener {
 
     package nonisolated let core: ListenerCore
 
-    /// The listener's serial queue: its socket's dispatch source runs there too.
+    /// Able's sockets event loop: the socket's handler runs there too.
     public nonisolated var unownedExecutor: UnownedSerialExecutor {
-        core.executor.asUnownedSerialExecutor()
+        core.loop.asUnownedSerialExecutor()
     }
 
     /// Takes over a socket that listens already, and starts accepting.
@@ -51,7 +51,7 @@ public actor L2CAPListener {
         setUp: AcceptedChannelSetUp, operations: SocketOperations
     ) {
         core = ListenerCore(
-            socket: socket, operations: operations, executor: SocketQueue(label: "Able.L2CAPListener"),
+            socket: socket, operations: operations,
             watermarks: watermarks, setUp: setUp)
         self.psm = psm
         channels = L2CAPChannelStream(buffer: core.channels)

@@ -6,8 +6,8 @@
 /// }
 /// ```
 ///
-/// **Buffering:** the channel reads SDUs from its socket as they arrive, from the socket's
-/// dispatch source straight into this stream's buffer, and stops reading when
+/// **Buffering:** the channel reads SDUs from its socket as they arrive, in the socket's
+/// handler on Able's sockets event loop, straight into this stream's buffer, and stops reading when
 /// ``Watermarks/high`` SDUs (1024 by default) wait for the consumer. It reads again once the
 /// consumer has taken the buffer down to ``Watermarks/low`` (256 by default). While it does not
 /// read, the SDUs stay in the kernel's socket buffer and, on a Bluetooth link, the peer runs out

@@ -62,7 +62,6 @@ package enum KernelL2CAP {
             try L2CAPSocket.bind(socket, to: source, operations)
             if security != .low { try L2CAPSocket.setSecurity(socket, security, operations) }
             if let receiveMTU { try L2CAPSocket.setReceiveMTU(socket, receiveMTU, operations) }
-            let executor = SocketQueue(label: "Able.L2CAPChannel")
             let describe: @Sendable (Errno) -> BluetoothError = { errno in
                 connectionError(errno, address: address, psm: psm)
             }
@@ -75,7 +74,7 @@ package enum KernelL2CAP {
             case .failure(let errno) where errno == .inProgress || errno.isWouldBlock:
                 do {
                     try await PendingConnect.wait(
-                        socket: socket, operations: operations, queue: executor.queue, timeout: timeout,
+                        socket: socket, operations: operations, timeout: timeout,
                         describe: describe)
                 } catch let error as BluetoothError {
                     throw securityRefusal(socket, asked: security, after: error, operations, address: address, psm: psm)
@@ -86,7 +85,7 @@ package enum KernelL2CAP {
             }
             let mtus = try L2CAPSocket.mtus(socket, operations)
             let core = ChannelCore(
-                socket: socket, operations: operations, executor: executor, sendMTU: mtus.send,
+                socket: socket, operations: operations, sendMTU: mtus.send,
                 receiveMTU: mtus.receive, watermarks: watermarks)
             return L2CAPChannel(core: core, peerAddress: address, peerAddressType: type)
         } catch {

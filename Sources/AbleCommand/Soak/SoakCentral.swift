@@ -25,6 +25,9 @@ struct SoakCentral: Sendable {
 
     /// Works the connection for `duration`, then stops everything; returns the samples taken.
     func run(for duration: Duration) async -> SoakSamples {
+        // Able's sockets loop keeps its `epoll` and `eventfd` descriptors for the process's life,
+        // as the D-Bus loop does: open them before the baseline, which counts what must come back.
+        _ = EventLoop.sockets
         let baseline = ProcessSample.now()
         say("baseline: \(baseline)")
         let connection = Lock(adapter.maintainConnection(to: serverAddress, policy: Self.policy))

@@ -1,6 +1,6 @@
 import Able
 import AbleStreams
-import CMalloc
+import CLinux
 
 /// What a soak counts: operations completed and errors per kind, values lost or duplicated on
 /// the paths that survived, and the longest time without any completed operation.

@@ -1,5 +1,6 @@
 import AbleStreams
 import CDBus
+import CLinux
 
 #if canImport(Glibc)
     import Glibc
@@ -10,7 +11,7 @@ import CDBus
 /// the loop).
 final class ConnectionCore: @unchecked Sendable {
     let raw: OpaquePointer
-    let loop: DBusExecutor
+    let loop: EventLoop
     let log: @Sendable (String) -> Void
     private(set) var closedError: DBusError?
 
@@ -76,7 +77,7 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     /// Keeps `loop` running until the connection is torn down.
-    init(raw: OpaquePointer, loop: DBusExecutor, log: @escaping @Sendable (String) -> Void) {
+    init(raw: OpaquePointer, loop: EventLoop, log: @escaping @Sendable (String) -> Void) {
         self.raw = raw
         self.loop = loop
         self.log = log

@@ -1,26 +1,25 @@
-import AbleStreams
-import Dispatch
+package import AbleStreams
 import Synchronization
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// The engine of an ``L2CAPChannel``: one connected, nonblocking `SOCK_SEQPACKET` socket, a
-/// dispatch read source that receives SDUs into the packet buffer, and a dispatch write source
-/// that sends the SDUs that found the socket full.
+/// The engine of an ``L2CAPChannel``: one connected, nonblocking `SOCK_SEQPACKET` socket on the
+/// sockets' event loop (``EventLoop/sockets``), whose read handler receives SDUs into the packet
+/// buffer, and whose write handler sends the SDUs that found the socket full.
 ///
 /// Thread safety: the sending side is a ``SendStateMachine`` behind `sending`; the receiving side
 /// is the ``WatermarkBuffer`` `packets`, which lets one party at a time use the
-/// ``PacketReceiver``. `lifecycle` is touched only on the socket's queue, where both sources'
-/// handlers and the owning actor run. Hence `@unchecked Sendable`.
+/// ``PacketReceiver``. `lifecycle` is touched only on the loop, where the socket's handlers and
+/// the owning actor run. Hence `@unchecked Sendable`.
 ///
-/// The sources' handlers hold the core; cancelling the sources (``tearDown(ending:sendError:)``)
+/// The socket's handlers hold the core; cancelling the watch (``tearDown(ending:sendError:)``)
 /// releases them, and the owning channel tears down when it goes away.
 package final class ChannelCore: @unchecked Sendable {
     typealias SendWaiter = UnsafeContinuation<Void, any Error>
 
-    /// Takes every received SDU straight from the read source's handler, on the socket's queue,
+    /// Takes every received SDU straight from the socket's read handler, on the loop,
     /// instead of the packet buffer: for a socket whose values go on into a buffer of their own
     /// (a characteristic's notification socket feeding its streams' `DeliveryBuffer`s), with no
     /// task and no second buffer in between. The SDUs of one run of the handler are handed over
@@ -29,7 +28,7 @@ package final class ChannelCore: @unchecked Sendable {
     /// Nothing stops reading: what `packet` does with a value it has no room for is its own
     /// policy (a notification stream drops the newest and counts it).
     package struct DirectReceiver: Sendable {
-        /// Called with each SDU, in order, on the socket's queue.
+        /// Called with each SDU, in order, on the loop.
         let packet: @Sendable ([UInt8]) -> Void
         /// Called once when the socket ends, from either side, after the last SDU: `nil` for a
         /// normal end (the peer's hang-up or this side's close), else the error.
@@ -44,33 +43,35 @@ package final class ChannelCore: @unchecked Sendable {
 
     let socket: CInt
     let operations: SocketOperations
-    let executor: SocketQueue
+    /// The loop the socket's handlers and the owning actor run on.
+    let loop: EventLoop
     let sendMTU: Int
     let receiveMTU: Int
     let packets: WatermarkBuffer<[UInt8]>
 
     private let receiver: PacketReceiver
     private let directReceiver: DirectReceiver?
-    /// The batch the direct receiver's values of one handler run go out in; used on the queue only.
+    /// The batch the direct receiver's values of one handler run go out in; used on the loop only.
     private let deliveryBatch = DeliveryBatch()
     private let sending = Lock(SendStateMachine<SendWaiter>())
     /// Whether ``closeSocket()`` has closed the descriptor: set, and the descriptor closed, under
     /// this lock, so that a caller from another thread (``withOpenSocket(_:)``) never uses the
     /// number once it may be someone else's.
     private let descriptorClosed = Lock(false)
-    private let readSource: any DispatchSourceRead
-    private let writeSource: any DispatchSourceWrite
+    /// The socket's registration with the loop: reading while the buffer has room, writing
+    /// while sends wait for room.
+    private let watch: LoopSocket
 
-    // Touched only on the queue.
+    // Touched only on the loop.
     private var lifecycle = Lifecycle.open
-    /// Whether a run of ``readAvailable()`` that goes on after a full batch is queued.
-    private var isReadContinuationPending = false
-    /// The most SDUs one run of ``readAvailable()`` received; written on the queue only.
+    /// The most SDUs one run of ``readAvailable()`` received; written on the loop only.
     private let longestReadRunStorage = Atomic<Int>(0)
 
     private enum Lifecycle {
         case open
-        case closing(sourcesLeft: Int, waiters: [UnsafeContinuation<Void, Never>])
+        /// Torn down; `watched` until the loop has let go of the socket, then closing once no
+        /// consumer is in `recv(2)`.
+        case closing(watched: Bool, waiters: [UnsafeContinuation<Void, Never>])
         case closed
     }
 
@@ -79,7 +80,7 @@ package final class ChannelCore: @unchecked Sendable {
     /// - Parameters:
     ///   - socket: The socket; the core closes it.
     ///   - operations: The socket calls to make.
-    ///   - executor: The queue for the sources.
+    ///   - loop: The loop to run on.
     ///   - sendMTU: The largest SDU the peer accepts.
     ///   - receiveMTU: The largest SDU the peer may send; the receive buffer's size.
     ///   - watermarks: When to stop and restart reading.
@@ -88,7 +89,7 @@ package final class ChannelCore: @unchecked Sendable {
     package init(
         socket: CInt,
         operations: SocketOperations,
-        executor: SocketQueue,
+        loop: EventLoop = .sockets,
         sendMTU: Int,
         receiveMTU: Int,
         watermarks: L2CAPPacketStream.Watermarks,
@@ -97,52 +98,48 @@ package final class ChannelCore: @unchecked Sendable {
         self.directReceiver = directReceiver
         self.socket = socket
         self.operations = operations
-        self.executor = executor
+        self.loop = loop
         self.sendMTU = sendMTU
         self.receiveMTU = receiveMTU
         let receiver = PacketReceiver(socket: socket, operations: operations, receiveMTU: receiveMTU)
         self.receiver = receiver
-        let readSource = DispatchSource.makeReadSource(fileDescriptor: socket, queue: executor.queue)
-        let writeSource = DispatchSource.makeWriteSource(fileDescriptor: socket, queue: executor.queue)
-        self.readSource = readSource
-        self.writeSource = writeSource
-        let reader = SendableSource(readSource)
+        let watch = LoopSocket(descriptor: socket, loop: loop)
+        self.watch = watch
+        // The socket is level-triggered, so one left readable is reported again once reading
+        // resumes; but an end the receiver met (and remembers) may leave nothing to report, so
+        // resuming also runs the handler once.
         let kickReader = receiver.kickReader
         packets = WatermarkBuffer(
             watermarks: .init(high: watermarks.high, low: watermarks.low),
-            pauseProducer: { reader.source.suspend() },
+            pauseProducer: { watch.set(.read, false) },
             resumeProducer: {
-                reader.source.resume()
+                watch.set(.read, true)
                 kickReader()
             },
             fetch: { receiver.receiveForConsumer() }
         )
         // Held strongly (a weak reference would slow every retain of the core); `closeSocket`
         // breaks the cycle.
-        kickReader.action = { executor.queue.async { self.readAvailable() } }
-        readSource.setEventHandler { self.readAvailable() }
-        readSource.setCancelHandler { self.sourceCancelled() }
-        writeSource.setEventHandler { self.writeAvailable() }
-        writeSource.setCancelHandler { self.sourceCancelled() }
-        // The write source runs only while sends wait for room; it starts paused.
-        writeSource.suspend()
-        writeSource.activate()
-        readSource.activate()
+        kickReader.action = { loop.execute { self.readAvailable() } }
+        // The handlers hold the core until the watch is cancelled. Writing is watched only while
+        // sends wait for room.
+        watch.start(interest: .read, readable: { self.readAvailable() }, writable: { self.writeAvailable() })
     }
 
     // MARK: Receiving
 
     /// How many SDUs, and how many of their bytes, one run of the read handler receives before it
-    /// lets the queue's other work run and goes on in a new run.
+    /// lets the loop's other work run; the socket, still readable, is handled again on the
+    /// loop's next turn.
     ///
-    /// A consumer that shares the channel's executor (as ``L2CAPChannel`` suggests) runs on this
-    /// queue: without a bound, a handler that a fast peer keeps supplying would fill the packet
-    /// buffer to its high watermark (1024 SDUs, 64 MiB at the largest) before the consumer gets
-    /// a turn.
+    /// A consumer that shares the channel's executor (as ``L2CAPChannel`` suggests) runs on the
+    /// loop, as do the other sockets: without a bound, a handler that a fast peer keeps supplying
+    /// would fill the packet buffer to its high watermark (1024 SDUs, 64 MiB at the largest)
+    /// before anyone else gets a turn.
     static let readBatch = (packets: 64, bytes: 256 * 1024)
 
     /// Receives the SDUs the socket holds, until it would block, the buffer is full, a consumer
-    /// receives for itself, or a batch (``readBatch``) is done; on the queue.
+    /// receives for itself, or a batch (``readBatch``) is done; on the loop.
     private func readAvailable() {
         guard case .open = lifecycle else { return }
         if let directReceiver {
@@ -156,17 +153,8 @@ package final class ChannelCore: @unchecked Sendable {
             }
         }
         while true {
-            guard batch.packets < Self.readBatch.packets, batch.bytes < Self.readBatch.bytes else {
-                // Go on behind whatever the queue has to do meanwhile, in one chain of runs at
-                // most: the source firing meanwhile may end a batch too.
-                guard !isReadContinuationPending else { return }
-                isReadContinuationPending = true
-                executor.queue.async {
-                    self.isReadContinuationPending = false
-                    self.readAvailable()
-                }
-                return
-            }
+            // The rest waits for the loop's next turn.
+            guard batch.packets < Self.readBatch.packets, batch.bytes < Self.readBatch.bytes else { return }
             var outcome = PacketReceiver.Outcome.wouldBlock
             let produced = packets.produce { () -> [UInt8]? in
                 outcome = receiver.receive()
@@ -189,7 +177,7 @@ package final class ChannelCore: @unchecked Sendable {
     }
 
     /// ``readAvailable()`` for a ``DirectReceiver``: hands over every SDU that is ready, up to a
-    /// batch (``readBatch``), then goes on in a new run behind the queue's other work.
+    /// batch (``readBatch``); the rest waits for the loop's next turn.
     private func readDirectly(into directReceiver: DirectReceiver) {
         var batch = (packets: 0, bytes: 0)
         defer {
@@ -209,12 +197,6 @@ package final class ChannelCore: @unchecked Sendable {
                 tearDown(ending: error, sendError: error ?? Self.peerClosed)
                 return
             }
-        }
-        guard !isReadContinuationPending else { return }
-        isReadContinuationPending = true
-        executor.queue.async {
-            self.isReadContinuationPending = false
-            self.readAvailable()
         }
     }
 
@@ -322,7 +304,7 @@ package final class ChannelCore: @unchecked Sendable {
                 case .fail(let error):
                     return .failed(error)
                 case .queued(let resumeWriter):
-                    if resumeWriter { writeSource.resume() }
+                    if resumeWriter { watch.set(.write, true) }
                     return .queued
                 case .sendNow:
                     switch attemptSend(packet) {
@@ -348,7 +330,7 @@ package final class ChannelCore: @unchecked Sendable {
         var resumptions: [(SendWaiter, BluetoothError?)] = []
         sending.withLock { machine in
             defer {
-                if machine.writerIdle() { writeSource.suspend() }
+                if machine.writerIdle() { watch.set(.write, false) }
             }
             while let packet = machine.nextPacket {
                 switch attemptSend(packet) {
@@ -377,40 +359,36 @@ package final class ChannelCore: @unchecked Sendable {
     private static let peerClosed = BluetoothError(.disconnected, message: "the peer closed the L2CAP channel")
     private static let closed = BluetoothError(.notConnected, message: "the L2CAP channel is closed")
 
-    /// Ends both directions and closes the socket once both sources are cancelled.
+    /// Ends both directions and closes the socket once the loop has let go of it.
     ///
     /// - Parameters:
     ///   - error: What the packet stream ends with after its buffered packets; `nil` for a normal end.
     ///   - sendError: What waiting and later sends throw.
     private func tearDown(ending error: BluetoothError?, sendError: BluetoothError) {
-        executor.checkIsolated()
+        loop.checkIsolated()
         guard case .open = lifecycle else { return }
-        lifecycle = .closing(sourcesLeft: 2, waiters: [])
+        lifecycle = .closing(watched: true, waiters: [])
         packets.finish(throwing: error)
         directReceiver?.end(error)
         let waiters = sending.withLock { machine in
             let waiters = machine.fail(sendError)
-            if machine.releaseWriter() { writeSource.resume() }
+            _ = machine.releaseWriter()
             return waiters
         }
-        readSource.cancel()
-        writeSource.cancel()
+        watch.cancel { self.socketReleased() }
         for waiter in waiters { waiter.resume(throwing: sendError) }
     }
 
-    private func sourceCancelled() {
-        guard case .closing(let sourcesLeft, let waiters) = lifecycle else { return }
-        guard sourcesLeft == 1 else {
-            lifecycle = .closing(sourcesLeft: sourcesLeft - 1, waiters: waiters)
-            return
-        }
-        lifecycle = .closing(sourcesLeft: 0, waiters: waiters)
+    /// The loop no longer watches the socket; on the loop.
+    private func socketReleased() {
+        guard case .closing(_, let waiters) = lifecycle else { return }
+        lifecycle = .closing(watched: false, waiters: waiters)
         // A consumer may be in recv(2) on its own thread: close after it.
-        packets.whenNotFetching { self.executor.queue.async { self.closeSocket() } }
+        packets.whenNotFetching { self.loop.execute { self.closeSocket() } }
     }
 
     private func closeSocket() {
-        guard case .closing(0, let waiters) = lifecycle else { return }
+        guard case .closing(watched: false, let waiters) = lifecycle else { return }
         // Linux closes the descriptor even when close(2) reports EINTR: never retry.
         descriptorClosed.withLock { closed in
             closed = true
@@ -424,15 +402,15 @@ package final class ChannelCore: @unchecked Sendable {
 
     /// Closes the channel from this side and waits until the socket is closed.
     ///
-    /// - Parameter actor: The owning channel, whose executor is the socket's queue.
+    /// - Parameter actor: The owning channel, whose executor is the loop.
     func close(isolation actor: isolated (any Actor)? = #isolation) async {
-        executor.checkIsolated()
+        loop.checkIsolated()
         tearDown(ending: nil, sendError: Self.closed)
         await withUnsafeContinuation(isolation: actor) { continuation in
             switch lifecycle {
-            case .closing(let sourcesLeft, var waiters):
+            case .closing(let watched, var waiters):
                 waiters.append(continuation)
-                lifecycle = .closing(sourcesLeft: sourcesLeft, waiters: waiters)
+                lifecycle = .closing(watched: watched, waiters: waiters)
             case .open, .closed:
                 continuation.resume()
             }
@@ -441,7 +419,7 @@ package final class ChannelCore: @unchecked Sendable {
 
     /// Starts closing, from anywhere, without waiting.
     func closeSoon() {
-        executor.queue.async { self.tearDown(ending: nil, sendError: Self.closed) }
+        loop.execute { self.tearDown(ending: nil, sendError: Self.closed) }
     }
 
     // MARK: Observation

@@ -1,24 +1,26 @@
-import Dispatch
+import AbleStreams
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// The engine of an ``L2CAPListener``: a listening, nonblocking L2CAP socket, and a dispatch
-/// read source that accepts the channels peers open and hands them to the channel stream.
+/// The engine of an ``L2CAPListener``: a listening, nonblocking L2CAP socket on the sockets'
+/// event loop (``EventLoop/sockets``), whose read handler accepts the channels peers open and
+/// hands them to the channel stream.
 ///
-/// Thread safety: `channels` has its own lock; `isOpen` and `sourceClosed` are touched only on
-/// the socket's queue. Hence `@unchecked Sendable`.
+/// Thread safety: `channels` has its own lock; `isOpen`, `closeWaiters` and `isSocketClosed` are
+/// touched only on the loop. Hence `@unchecked Sendable`.
 package final class ListenerCore: @unchecked Sendable {
     let socket: CInt
     let operations: SocketOperations
-    let executor: SocketQueue
+    /// The loop the socket's handler and the owning actor run on.
+    let loop: EventLoop
     package let channels: WatermarkBuffer<L2CAPChannel>
     let channelWatermarks: L2CAPPacketStream.Watermarks
     let setUp: AcceptedChannelSetUp
 
-    private let acceptSource: any DispatchSourceRead
-    private let kickAcceptor: HandlerKick
+    /// The socket's registration with the loop: reading while the stream has room.
+    private let watch: LoopSocket
     private var isOpen = true
     private var closeWaiters: [UnsafeContinuation<Void, Never>] = []
     private var isSocketClosed = false
@@ -28,37 +30,30 @@ package final class ListenerCore: @unchecked Sendable {
 
     /// Takes over a listening, nonblocking socket and starts accepting.
     init(
-        socket: CInt, operations: SocketOperations, executor: SocketQueue, watermarks: L2CAPPacketStream.Watermarks,
-        setUp: AcceptedChannelSetUp
+        socket: CInt, operations: SocketOperations, loop: EventLoop = .sockets,
+        watermarks: L2CAPPacketStream.Watermarks, setUp: AcceptedChannelSetUp
     ) {
         self.socket = socket
         self.setUp = setUp
         self.operations = operations
-        self.executor = executor
+        self.loop = loop
         self.channelWatermarks = watermarks
-        let acceptSource = DispatchSource.makeReadSource(fileDescriptor: socket, queue: executor.queue)
-        self.acceptSource = acceptSource
-        let acceptor = SendableSource(acceptSource)
-        let kickAcceptor = HandlerKick()
-        let stopListening = HandlerKick()
+        let watch = LoopSocket(descriptor: socket, loop: loop)
+        self.watch = watch
+        let stopListening = LateCall()
+        // Level-triggered: connections left pending when accepting resumes are reported again.
         channels = WatermarkBuffer(
             watermarks: .init(high: Self.acceptWatermarks.high, low: Self.acceptWatermarks.low),
-            pauseProducer: { acceptor.source.suspend() },
-            resumeProducer: {
-                acceptor.source.resume()
-                kickAcceptor()
-            },
+            pauseProducer: { watch.set(.read, false) },
+            resumeProducer: { watch.set(.read, true) },
             // Nobody takes channels any more: close the socket, so that peers are refused
             // rather than accepted and dropped.
             consumerCancelled: { stopListening() }
         )
-        self.kickAcceptor = kickAcceptor
-        kickAcceptor.action = { executor.queue.async { self.acceptAvailable() } }
         // Weak: the stream's buffer, which holds this closure, belongs to the core.
         stopListening.action = { [weak self] in self?.closeSoon() }
-        acceptSource.setEventHandler { self.acceptAvailable() }
-        acceptSource.setCancelHandler { self.sourceCancelled() }
-        acceptSource.activate()
+        // The handler holds the core until the watch is cancelled.
+        watch.start(interest: .read, readable: { self.acceptAvailable() }, writable: {})
     }
 
     /// Accepts every pending connection, until none is left or the stream is full.
@@ -98,23 +93,23 @@ package final class ListenerCore: @unchecked Sendable {
         }
         let accepted = try setUp.describe(socket, peer, operations)
         let core = ChannelCore(
-            socket: socket, operations: operations, executor: SocketQueue(label: "Able.L2CAPChannel"),
-            sendMTU: accepted.sendMTU, receiveMTU: accepted.receiveMTU, watermarks: channelWatermarks)
+            socket: socket, operations: operations, loop: loop, sendMTU: accepted.sendMTU,
+            receiveMTU: accepted.receiveMTU, watermarks: channelWatermarks)
         return L2CAPChannel(core: core, peerAddress: accepted.peerAddress, peerAddressType: accepted.peerAddressType)
     }
 
-    /// Ends the stream and closes the socket; on the queue.
+    /// Ends the stream and closes the socket; on the loop.
     private func finish(throwing error: BluetoothError?) {
-        executor.checkIsolated()
+        loop.checkIsolated()
         guard isOpen else { return }
         isOpen = false
         channels.finish(throwing: error)
-        acceptSource.cancel()
+        watch.cancel { self.socketReleased() }
     }
 
-    private func sourceCancelled() {
+    /// The loop no longer watches the socket: close it; on the loop.
+    private func socketReleased() {
         _ = operations.close(socket)
-        kickAcceptor.action = nil
         isSocketClosed = true
         let waiters = closeWaiters
         closeWaiters = []
@@ -123,7 +118,7 @@ package final class ListenerCore: @unchecked Sendable {
 
     /// Stops listening and waits until the socket is closed.
     ///
-    /// - Parameter actor: The owning listener, whose executor is the socket's queue.
+    /// - Parameter actor: The owning listener, whose executor is the loop.
     func close(isolation actor: isolated (any Actor)? = #isolation) async {
         finish(throwing: nil)
         await withUnsafeContinuation(isolation: actor) { continuation in
@@ -137,7 +132,7 @@ package final class ListenerCore: @unchecked Sendable {
 
     /// Starts closing, from anywhere, without waiting.
     func closeSoon() {
-        executor.queue.async { self.finish(throwing: nil) }
+        loop.execute { self.finish(throwing: nil) }
     }
 }
 

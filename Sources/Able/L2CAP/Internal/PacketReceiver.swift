@@ -10,7 +10,7 @@
 /// queued before it, then the end; the receiver holds the error back until those are out. Once
 /// it has seen the end, it reports the same end on every later call.
 ///
-/// Thread safety: used by one party at a time, the read source's handler or a consumer that
+/// Thread safety: used by one party at a time, the socket's read handler or a consumer that
 /// receives for itself, as the channel's ``WatermarkBuffer`` arranges (its lock orders the
 /// turns); hence `@unchecked Sendable`.
 final class PacketReceiver: @unchecked Sendable {
@@ -36,8 +36,10 @@ final class PacketReceiver: @unchecked Sendable {
     /// Receive MTUs up to this size always go through the scratch buffer: copying is cheap there.
     private static let directReceiveThreshold = 4096
 
-    /// Runs the read source's handler, after a consumer met the end.
-    let kickReader = HandlerKick()
+    /// Runs the socket's read handler on the loop: for an end this receiver met that the socket
+    /// may not report (an SDU over the MTU, an error the kernel reported once), so that the
+    /// handler meets it too and tears the channel down.
+    let kickReader = LateCall()
 
     init(socket: CInt, operations: SocketOperations, receiveMTU: Int) {
         self.socket = socket
@@ -99,7 +101,7 @@ final class PacketReceiver: @unchecked Sendable {
     }
 
     /// For a consumer that found no SDU buffered: the next one if it is there, else `nil`. An
-    /// end met here is left to the read source's handler, which ``kickReader`` runs.
+    /// end met here is left to the socket's read handler, which ``kickReader`` runs.
     func receiveForConsumer() -> [UInt8]? {
         switch receive() {
         case .packet(let packet):

@@ -1,85 +1,84 @@
-import AbleStreams
-package import Dispatch
+package import AbleStreams
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// A nonblocking `connect(2)` under way: a dispatch write source waits for the socket to become
-/// writable (connected, or failed with `SO_ERROR`), a timer for the timeout, and the task's
-/// cancellation handler for the caller giving up; the first of the three decides.
+/// A nonblocking `connect(2)` under way, on the sockets' event loop: the socket watched until it
+/// becomes writable (connected, or failed with `SO_ERROR`), a timer for the timeout, and the
+/// task's cancellation handler for the caller giving up; the first of the three decides.
 ///
-/// The waiting caller is resumed only from the write source's cancel handler, so that the socket
-/// is no longer watched when the caller goes on to use or close it.
+/// The waiting caller is resumed only once the loop has let go of the socket, so that it is no
+/// longer watched when the caller goes on to use or close it.
 package final class PendingConnect: Sendable {
     private struct State {
         var continuation: UnsafeContinuation<Void, any Error>?
         var outcome: Result<Void, any Error>?
-        var sourceCancelled = false
+        var released = false
     }
 
     private let socket: CInt
     private let operations: SocketOperations
+    private let loop: EventLoop
     private let describe: @Sendable (Errno) -> BluetoothError
     private let state = Lock(State())
-    private let writeSource: SendableSource
-    private let timer: SendableSource
+    private let watch: LoopSocket
 
     /// Watches `socket`, whose `connect(2)` returned `EINPROGRESS`.
-    ///
-    /// - Parameters:
-    ///   - socket: The connecting socket.
-    ///   - operations: The socket calls.
-    ///   - queue: Where the sources run.
-    ///   - timeout: How long to wait.
-    ///   - describe: The error for a connection that failed with an errno.
     private init(
         socket: CInt,
         operations: SocketOperations,
-        queue: DispatchQueue,
-        timeout: Duration,
+        loop: EventLoop,
         describe: @escaping @Sendable (Errno) -> BluetoothError
     ) {
         self.socket = socket
         self.operations = operations
+        self.loop = loop
         self.describe = describe
-        writeSource = SendableSource(DispatchSource.makeWriteSource(fileDescriptor: socket, queue: queue))
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        let (seconds, attoseconds) = timeout.components
-        let nanoseconds = max(0, seconds) * 1_000_000_000 + max(0, attoseconds) / 1_000_000_000
-        timer.schedule(deadline: .now() + .nanoseconds(Int(clamping: nanoseconds)))
-        self.timer = SendableSource(timer)
+        watch = LoopSocket(descriptor: socket, loop: loop)
     }
 
     /// Waits for a connection started with a nonblocking `connect(2)` to complete.
     ///
+    /// - Parameters:
+    ///   - socket: The connecting socket.
+    ///   - operations: The socket calls.
+    ///   - loop: Where to watch the socket.
+    ///   - timeout: How long to wait.
+    ///   - describe: The error for a connection that failed with an errno.
     /// - Throws: ``BluetoothError`` from `describe` when `SO_ERROR` reports a failure,
     ///   ``BluetoothError/Code/timeout`` after `timeout`, `CancellationError` when the task is
     ///   cancelled. The caller still owns the socket in every case.
     package static func wait(
         socket: CInt,
         operations: SocketOperations,
-        queue: DispatchQueue,
+        loop: EventLoop = .sockets,
         timeout: Duration,
         describe: @escaping @Sendable (Errno) -> BluetoothError
     ) async throws {
-        let pending = PendingConnect(
-            socket: socket, operations: operations, queue: queue, timeout: timeout, describe: describe)
+        let pending = PendingConnect(socket: socket, operations: operations, loop: loop, describe: describe)
         try await pending.wait(timeout: timeout)
     }
 
     private func wait(timeout: Duration) async throws {
-        writeSource.source.setEventHandler { self.writable() }
-        writeSource.source.setCancelHandler { self.sourceCancelled() }
-        timer.source.setEventHandler {
+        let (seconds, attoseconds) = timeout.components
+        let nanoseconds = max(0, seconds) * 1_000_000_000 + max(0, attoseconds) / 1_000_000_000
+        let timer = LoopTimer {
             self.decide(.failure(BluetoothError(.timeout, message: "the L2CAP connection took longer than \(timeout)")))
         }
-        writeSource.source.activate()
-        timer.source.activate()
+        loop.execute { [loop] in
+            timer.deadline = LoopTimer.now() &+ UInt64(clamping: nanoseconds)
+            loop.add(timer)
+        }
+        watch.start(interest: .write, readable: {}, writable: { self.writable() })
+        defer {
+            // Whoever decided, the timer goes (firing disarmed it, but it is still listed).
+            loop.execute { [loop] in loop.remove(timer) }
+        }
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in
                 let ready = state.withLock { state -> Result<Void, any Error>? in
-                    guard state.sourceCancelled, let outcome = state.outcome else {
+                    guard state.released, let outcome = state.outcome else {
                         state.continuation = continuation
                         return nil
                     }
@@ -109,13 +108,13 @@ package final class PendingConnect: Sendable {
             return true
         }
         guard first else { return }
-        timer.source.cancel()
-        writeSource.source.cancel()
+        watch.cancel { self.released() }
     }
 
-    private func sourceCancelled() {
+    /// The loop no longer watches the socket: resume the caller.
+    private func released() {
         let ready = state.withLock { state -> (UnsafeContinuation<Void, any Error>, Result<Void, any Error>)? in
-            state.sourceCancelled = true
+            state.released = true
             guard let continuation = state.continuation, let outcome = state.outcome else { return nil }
             state.continuation = nil
             return (continuation, outcome)

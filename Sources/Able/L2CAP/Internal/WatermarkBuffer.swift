@@ -1,12 +1,12 @@
 import AbleStreams
 
-/// The storage of a stream fed by a dispatch source: a ``WatermarkBufferStateMachine`` behind a
+/// The storage of a stream fed by a socket's read handler: a ``WatermarkBufferStateMachine`` behind a
 /// mutex, the consumer's continuation, and the switch that pauses and resumes the producer.
 ///
-/// The producer calls ``produce(_:)`` straight from its dispatch handler: no task and no actor
+/// The producer calls ``produce(_:)`` straight from its read handler: no task and no actor
 /// hop per element. The consumer calls ``next(isolation:)``; when it finds the buffer empty it
 /// may first fetch an element itself (with `fetch`, a nonblocking `recv(2)` on its own thread)
-/// rather than wait for the producer's dispatch source to fire, which saves two thread handoffs
+/// rather than wait for the event loop to run the producer, which saves two thread handoffs
 /// per element when the consumer keeps up. Fetches run outside the lock, one at a time.
 package final class WatermarkBuffer<Element: Sendable>: Sendable {
     typealias Machine = WatermarkBufferStateMachine<Element, UnsafeContinuation<Element?, any Error>>
@@ -27,7 +27,7 @@ package final class WatermarkBuffer<Element: Sendable>: Sendable {
     ///
     /// - Parameters:
     ///   - watermarks: Pause the producer at `high` buffered elements, resume it at `low`.
-    ///   - pauseProducer: Stops the producer (suspends its dispatch source); called with the lock held.
+    ///   - pauseProducer: Stops the producer (turns its socket's reading off); called with the lock held.
     ///   - resumeProducer: Restarts it; called with the lock held.
     ///   - fetch: Fetches an element for the consumer without waiting, or returns `nil`; from the
     ///     same place as the producer's, and never at the same time (the machine sees to that).
@@ -63,8 +63,8 @@ package final class WatermarkBuffer<Element: Sendable>: Sendable {
     ///
     /// - Parameter fetch: Returns the element, or `nil` if there is none; called without the lock.
     func produce(_ fetch: () -> Element?) -> ProduceOutcome {
-        // Pausing and resuming happen under the lock: a dispatch source's suspend and resume
-        // must pair up, and the flags that say which one is due live here.
+        // Pausing and resuming happen under the lock: they must reach the socket in the order
+        // they were decided, and the flags that say which one is due live here.
         let start = state.withLock { state in
             let action = state.machine.producerStartsFetching()
             if case .stepAside(pauseProducer: true) = action { pauseProducer() }
@@ -106,7 +106,7 @@ package final class WatermarkBuffer<Element: Sendable>: Sendable {
 
     /// Ends the stream: the consumer gets the elements already buffered, then `nil` or `error`.
     ///
-    /// A paused producer is resumed, so that its dispatch source can be cancelled.
+    /// A paused producer is resumed, so that it meets the end and stops for good.
     func finish(throwing error: (any Error)? = nil) {
         end { $0.finish(error.map { .failed($0) } ?? .finished) }
     }

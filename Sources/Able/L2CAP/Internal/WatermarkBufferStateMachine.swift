@@ -1,5 +1,5 @@
-/// The state of a single-consumer buffer between a producer that can be paused (a dispatch
-/// source reading a socket) and a consumer that iterates an `AsyncSequence`.
+/// The state of a single-consumer buffer between a producer that can be paused (a socket's
+/// read handler on the event loop) and a consumer that iterates an `AsyncSequence`.
 ///
 /// The producer is paused when the buffer holds ``Watermarks/high`` elements and resumed when the
 /// consumer has taken it down to ``Watermarks/low``, so the buffer never holds more than `high`
