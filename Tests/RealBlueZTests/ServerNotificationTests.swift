@@ -19,7 +19,7 @@ extension RealBlueZ {
 
         /// Notifying everyone reaches both centrals, in order, none lost; each subscriber is named
         /// where BlueZ says (5.69 and later); a central that leaves does not stop the other's values.
-        @Test(Self.twoLinks)
+        @Test
         func twoCentralsReceiveEveryNotificationInOrder() async throws {
             let uuids = [BluetoothUUID.random(), .random()]
             let subscriptions = Recorder<String>()
@@ -72,7 +72,6 @@ extension RealBlueZ {
         /// BlueZ 5.76 and later send what the server writes into one central's socket to that
         /// central only: `notify(…to:)` reaches hci0, and hci2 receives nothing within a second.
         @Test(
-            Self.twoLinks,
             .needsBlueZ(
                 5, 76,
                 "BlueZ before 5.76 sends a notification written for one central to every subscriber (gatt-database: Fix sending notification to all devices); Able refuses with unsupported there"
@@ -113,7 +112,6 @@ extension RealBlueZ {
         /// returns after both confirmed, `indicate(…to:)` reaches one, and a central that leaves
         /// mid-indication makes `indicate` throw (or not count it), never wait out its timeout.
         @Test(
-            Self.twoLinks,
             .needsBlueZ(
                 5, 80,
                 "BlueZ before 5.80 confirms indications only through Confirm, which names no central (gatt: Implement confirmation support for AcquireNotify); Able refuses indicate(to:) with unsupported there"
@@ -174,17 +172,6 @@ extension RealBlueZ {
                 #expect(outcomes.last == "ok")
             }
         }
-
-        /// btvirt (5.66 and 5.82 alike) gives every ACL link of an emulated controller the
-        /// connection handle 42 (`emulator/btdev.c`, `ACL_HANDLE`), so hci1 cannot hold links to
-        /// hci0 and hci2 at once: the second link's Connection Complete reuses the first's handle,
-        /// hci1's traffic for hci2 goes to hci0, and both links break (seen in the guest on 5.82).
-        /// These tests run where the controllers can hold two links (`ABLE_BLUEZ_TWO_LINKS=1`,
-        /// real controllers or a fixed emulator); the single-central scenarios cover naming,
-        /// notifying one central and per-central confirmations on every run.
-        static let twoLinks = Testing.ConditionTrait.enabled(
-            if: ProcessInfo.processInfo.environment["ABLE_BLUEZ_TWO_LINKS"] == "1",
-            "btvirt gives every ACL link handle 42, so one emulated controller cannot hold two links")
 
         static var namesSubscribers: Bool { (Guest.bluezVersion ?? .init(0, 0)) >= .init(5, 69) }
 
