@@ -13,7 +13,7 @@ final class BlueZGATTApplication: GATTServerBackend {
     private let paths = Lock<[AttributeID: DBusObjectPath]>([:])
     private let confirmations = Lock<[AttributeID: [ConfirmationWaiter]]>([:])
     private let watcher = Lock<Task<Void, Never>?>(nil)
-    private let notifySockets = BlueZServerNotifySockets()
+    private let notifySockets: BlueZServerNotifySockets
     /// The characteristics whose notifications go through acquired sockets.
     private let socketCharacteristics = Lock<Set<AttributeID>>([])
     /// The serving `bluetoothd`'s version, read when the server opens; `nil` if it did not say.
@@ -23,11 +23,20 @@ final class BlueZGATTApplication: GATTServerBackend {
         self.system = system
         self.adapter = adapter
         self.root = DBusObjectPath.unique("/able/gatt_")
+        self.notifySockets = BlueZServerNotifySockets(isConnected: { [system, adapter] central in
+            guard let path = adapter.appending(central.address.bluezPathComponent) else { return false }
+            return (try? system.tree.properties(of: "org.bluez.Device1", at: path)?.decode("Connected", as: Bool.self))
+                == true
+        })
     }
 
     func open(_ core: GATTServerCore, events: GATTServerEvents) async throws {
         let connection = system.connection
-        version.withLock { $0 = system.version(of: adapter) }
+        let version = system.version(of: adapter)
+        self.version.withLock { $0 = version }
+        notifySockets.recoversSocketsClosedByAnotherCentral.withLock {
+            $0 = version?.closesAnotherCentralsNotifySocket == true
+        }
         guard let bluez = try await connection.nameOwner(of: BlueZSystem.service) else {
             throw BluetoothError(.daemonUnavailable, message: "bluetoothd is not running")
         }
@@ -53,7 +62,7 @@ final class BlueZGATTApplication: GATTServerBackend {
                     authorize: authorize)
                 objects.append(path)
                 paths.withLock { $0[id] = path }
-                if Self.offersNotifySockets(characteristic, version: version.withLock({ $0 })) {
+                if Self.offersNotifySockets(characteristic, version: version) {
                     socketCharacteristics.withLock { _ = $0.insert(id) }
                 }
                 for (descriptorIndex, descriptor) in characteristic.descriptors.enumerated() {
@@ -251,6 +260,7 @@ final class BlueZGATTApplication: GATTServerBackend {
         let changes = system.tree.changes()
         let adapter = self.adapter
         let system = self.system
+        let notifySockets = self.notifySockets
         let task = Task {
             for await change in changes {
                 guard case .propertiesChanged(let path, "org.bluez.Device1", let changed, _) = change,
@@ -258,7 +268,12 @@ final class BlueZGATTApplication: GATTServerBackend {
                     let connected = try? changed.decode("Connected", as: Bool.self),
                     let address = BluetoothAddress(bluezPathComponent: path.lastElement)
                 else { continue }
-                events.connectionChanged(Central(address: address), connected)
+                let central = Central(address: address)
+                if !connected {
+                    // A central whose socket bluetoothd closed by mistake stays subscribed until now.
+                    for id in notifySockets.centralLeft(central) { events.subscriptionChanged(central, id, false) }
+                }
+                events.connectionChanged(central, connected)
             }
         }
         watcher.withLock { $0 = task }
@@ -295,11 +310,38 @@ final class BlueZGATTApplication: GATTServerBackend {
             }
             // A central that is not subscribed (or just left) receives nothing.
             let entries = notifySockets.entries(of: characteristic).filter { $0.central == central }
+            if entries.isEmpty, notifySockets.orphans(of: characteristic).contains(central) {
+                // bluetoothd (5.69 and later) closed its socket when another central left: only
+                // PropertiesChanged reaches it now, and that goes to every subscriber.
+                guard notifySockets.orphans(of: characteristic) == [central],
+                    notifySockets.entries(of: characteristic).isEmpty
+                else {
+                    throw BluetoothError(
+                        .failed,
+                        message:
+                            "BlueZ \(version) closed the notification socket of \(central) when another central"
+                            + " disconnected; it can be reached alone once it subscribes again or is the only subscriber"
+                    )
+                }
+                try await sendThroughPropertiesChanged(
+                    value, path: path, of: characteristic, confirmations: indicate ? 1 : 0, timeout: timeout)
+                return
+            }
             if indicate {
                 try await self.indicate(value, through: entries, timeout: timeout)
             } else if let entry = entries.first {
                 try? await entry.socket.send(Array(value.prefix(entry.socket.maximumValueLength)))
             }
+            return
+        }
+        let orphans = notifySockets.orphans(of: characteristic)
+        if !orphans.isEmpty {
+            // bluetoothd (5.69 and later) closed a still-subscribed central's socket when another
+            // central left: PropertiesChanged reaches every subscriber, socket or not, so it goes
+            // alone (written into the sockets too, the others would receive it twice).
+            let subscribers = orphans.count + notifySockets.entries(of: characteristic).count
+            try await sendThroughPropertiesChanged(
+                value, path: path, of: characteristic, confirmations: indicate ? subscribers : 0, timeout: timeout)
             return
         }
         if indicate, socketCharacteristics.withLock({ $0.contains(characteristic) }) {
@@ -325,17 +367,28 @@ final class BlueZGATTApplication: GATTServerBackend {
                 path: path, interface: "org.bluez.GattCharacteristic1", changed: ["Value": .bytes(value)])
             return
         }
-        // Wait for BlueZ's Confirm; the waiter leaves the queue if the deadline passes first.
-        let waiter = ConfirmationWaiter()
-        confirmations.withLock { $0[characteristic, default: []].append(waiter) }
+        try await sendThroughPropertiesChanged(
+            value, path: path, of: characteristic, confirmations: 1, timeout: timeout)
+    }
+
+    /// Emits `PropertiesChanged(Value)`, which `bluetoothd` notifies or indicates to every
+    /// subscribed central, and waits for `confirmations` calls of `Confirm` (one per central that
+    /// confirmed an indication); a waiter leaves the queue if the deadline passes first.
+    private func sendThroughPropertiesChanged(
+        _ value: [UInt8], path: DBusObjectPath, of characteristic: AttributeID, confirmations count: Int,
+        timeout: Duration
+    ) async throws {
+        let waiters = (0..<count).map { _ in ConfirmationWaiter() }
+        confirmations.withLock { $0[characteristic, default: []].append(contentsOf: waiters) }
         system.connection.emitPropertiesChanged(
             path: path, interface: "org.bluez.GattCharacteristic1", changed: ["Value": .bytes(value)])
+        guard !waiters.isEmpty else { return }
         do {
             try await withDeadline(timeout, what: "waiting for the indication's confirmation") {
-                try await waiter.wait()
+                for waiter in waiters { try await waiter.wait() }
             }
         } catch {
-            confirmations.withLock { $0[characteristic]?.removeAll { $0 === waiter } }
+            confirmations.withLock { $0[characteristic]?.removeAll { waiter in waiters.contains { $0 === waiter } } }
             throw error
         }
     }

@@ -52,11 +52,35 @@ final class BlueZServerNotifySockets: Sendable {
 
     private struct State {
         var entries: [AttributeID: [Entry]] = [:]
+        /// Centrals whose socket `bluetoothd` closed when another central left, although they
+        /// are still connected and subscribed (see ``recoversSocketsClosedByAnotherCentral``).
+        var orphans: [AttributeID: Set<Central>] = [:]
+        /// When each central's socket of a characteristic last ended.
+        var ends: [AttributeID: [Central: ContinuousClock.Instant]] = [:]
         var nextToken: UInt64 = 0
         var isClosed = false
     }
 
     private let state = Lock(State())
+    /// Whether a central is connected to the server's adapter now.
+    private let isConnected: @Sendable (Central) -> Bool
+    /// How long after a socket ends its central's departure (or another central's) is awaited to
+    /// tell `bluetoothd`'s mistake from an unsubscription.
+    static let departureWindow: Duration = .seconds(3)
+
+    /// BlueZ 5.69 to at least 5.87 (`src/gatt-database.c`): when a central that is not bonded
+    /// disconnects, `clear_ccc_state` calls the characteristic's CCC callback with no request,
+    /// and `ccc_write_cb` then frees the first socket of its queue (`match_client_att` matches any
+    /// socket when given no ATT link): the socket of the central that subscribed first, although
+    /// that central is still connected and `bluetoothd` still holds its subscription. Able keeps
+    /// such a central as a subscriber (an orphan, reached through `PropertiesChanged`) until it
+    /// disconnects or subscribes again, instead of reporting an unsubscription that did not
+    /// happen.
+    let recoversSocketsClosedByAnotherCentral = Lock(false)
+
+    init(isConnected: @escaping @Sendable (Central) -> Bool) {
+        self.isConnected = isConnected
+    }
 
     /// Makes a socketpair for `bluetoothd`'s `AcquireNotify` and keeps this end.
     ///
@@ -81,37 +105,110 @@ final class BlueZServerNotifySockets: Sendable {
                 onValue: { _ in confirmations.confirmOldest() },
                 onEnd: { [weak self] in
                     confirmations.endAll()
-                    // bluetoothd closed its end: the central unsubscribed, or its link went down.
-                    guard let self, self.remove(id, token: token) else { return }
-                    events.subscriptionChanged(central, id, false)
+                    // bluetoothd closed its end: the central unsubscribed, or its link went down,
+                    // or (5.69 and later) another central's link went down.
+                    guard let self, let wasFirstOfSeveral = self.remove(id, token: token) else { return }
+                    if let central, wasFirstOfSeveral,
+                        self.recoversSocketsClosedByAnotherCentral.withLock({ $0 })
+                    {
+                        self.resolveEnd(of: central, id, events: events)
+                    } else {
+                        events.subscriptionChanged(central, id, false)
+                    }
                 })
         } catch {
             _ = Glibc.close(theirs)
             throw error
         }
-        let replaced = state.withLock { state -> Entry? in
+        let (replaced, wasOrphan) = state.withLock { state -> (Entry?, Bool) in
             var entries = state.entries[id] ?? []
             let old = entries.firstIndex { $0.central == central }.map { entries.remove(at: $0) }
             entries.append(Entry(token: token, socket: socket, central: central, confirmations: confirmations))
             state.entries[id] = entries
-            return old
+            let wasOrphan = central.map { state.orphans[id]?.remove($0) != nil } ?? false
+            return (old, wasOrphan)
         }
         if let replaced {
             // bluetoothd asked again for a central it had a socket for: the old one is stale.
             Task { await replaced.socket.release(drainLimit: .zero) }
-        } else {
+        } else if !wasOrphan {
             events.subscriptionChanged(central, id, true)
         }
         return DBusFileDescriptor(owning: theirs)
     }
 
-    /// Forgets a socket; whether it was still there.
-    private func remove(_ id: AttributeID, token: UInt64) -> Bool {
+    /// Forgets a socket; `nil` if it was gone already, else whether it was the oldest of several
+    /// (the one `bluetoothd` 5.69 and later closes by mistake when another central leaves; the
+    /// other central's socket may have ended just before).
+    private func remove(_ id: AttributeID, token: UInt64) -> Bool? {
         state.withLock { state in
-            guard let index = state.entries[id]?.firstIndex(where: { $0.token == token }) else { return false }
+            guard let entries = state.entries[id], let index = entries.firstIndex(where: { $0.token == token })
+            else { return nil }
+            let now = ContinuousClock.now
             state.entries[id]!.remove(at: index)
-            return true
+            guard let central = entries[index].central else { return false }
+            let anotherJustEnded = (state.ends[id] ?? [:]).contains { other, at in
+                other != central && now - at < Self.departureWindow
+            }
+            state.ends[id, default: [:]][central] = now
+            return index == 0 && (entries.count > 1 || anotherJustEnded)
         }
+    }
+
+    /// Decides whether the first subscriber's socket ended because that central left or
+    /// unsubscribed (reported as an unsubscription) or because another central left (the central
+    /// stays a subscriber, as an orphan): waits up to ``departureWindow`` for one central or the
+    /// other to be gone. A socket end is rare (a central leaving), so a short-lived task is fine.
+    private func resolveEnd(of central: Central, _ id: AttributeID, events: GATTServerEvents) {
+        let ended = ContinuousClock.now
+        Task { [weak self] in
+            while let self, ContinuousClock.now - ended < Self.departureWindow {
+                if !self.isConnected(central) { break }
+                // Another central's socket ended about when this one's did, and that central left.
+                let others = self.state.withLock { state in
+                    (state.ends[id] ?? [:]).filter { other, at in
+                        other != central && at - ended < Self.departureWindow && ended - at < Self.departureWindow
+                    }.keys
+                }
+                if others.contains(where: { !self.isConnected($0) }) {
+                    let orphaned = self.state.withLock { state -> Bool in
+                        guard !state.isClosed, state.entries[id]?.contains(where: { $0.central == central }) != true
+                        else { return false }
+                        state.orphans[id, default: []].insert(central)
+                        return true
+                    }
+                    // It may have left meanwhile, before the orphan was recorded.
+                    if orphaned, !self.isConnected(central), self.centralLeft(central).contains(id) {
+                        events.subscriptionChanged(central, id, false)
+                    }
+                    return
+                }
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+            // It left, or unsubscribed (its socket ended, no other central's did), or it
+            // subscribed again meanwhile (a new socket: nothing to report).
+            guard let self else { return }
+            let resubscribed = self.state.withLock { $0.entries[id]?.contains { $0.central == central } == true }
+            if !resubscribed { events.subscriptionChanged(central, id, false) }
+        }
+    }
+
+    /// A central disconnected: it is no orphan any more. Returns the characteristics it was one of.
+    func centralLeft(_ central: Central) -> [AttributeID] {
+        state.withLock { state in
+            var ids: [AttributeID] = []
+            for (id, centrals) in state.orphans where centrals.contains(central) {
+                state.orphans[id]!.remove(central)
+                ids.append(id)
+            }
+            return ids
+        }
+    }
+
+    /// The centrals still subscribed to a characteristic whose socket `bluetoothd` closed by
+    /// mistake (see ``recoversSocketsClosedByAnotherCentral``).
+    func orphans(of id: AttributeID) -> Set<Central> {
+        state.withLock { $0.orphans[id] ?? [] }
     }
 
     /// The open sockets of a characteristic, oldest first.
@@ -126,6 +223,7 @@ final class BlueZServerNotifySockets: Sendable {
     func closeAll() async {
         let entries = state.withLock { state in
             state.isClosed = true
+            state.orphans = [:]
             defer { state.entries = [:] }
             return state.entries.values.flatMap { $0 }
         }

@@ -40,4 +40,12 @@ package struct GATTServerEvents: Sendable {
     package let connectionChanged: @Sendable (Central, Bool) -> Void
     /// A central (`nil` when the backend cannot say which) subscribed or unsubscribed.
     package let subscriptionChanged: @Sendable (Central?, AttributeID, Bool) -> Void
+
+    package init(
+        connectionChanged: @escaping @Sendable (Central, Bool) -> Void,
+        subscriptionChanged: @escaping @Sendable (Central?, AttributeID, Bool) -> Void
+    ) {
+        self.connectionChanged = connectionChanged
+        self.subscriptionChanged = subscriptionChanged
+    }
 }

@@ -42,6 +42,13 @@ package struct BlueZVersion: Comparable, Sendable, CustomStringConvertible {
     /// ("gatt-database: Fix sending notification to all devices"); 5.69 to 5.75 send it to every
     /// subscriber.
     var notifySocketReachesOneCentral: Bool { self >= BlueZVersion(5, 76) }
+
+    /// From 5.69 (and still in 5.87) a central that is not bonded leaving makes `bluetoothd` close
+    /// the notify socket of the central that subscribed first to each characteristic it was
+    /// subscribed to, although that one stays connected and subscribed (`src/gatt-database.c`:
+    /// `clear_ccc_state` calls `ccc_write_cb` with no request, and `match_client_att` then matches
+    /// any socket). See ``BlueZServerNotifySockets/recoversSocketsClosedByAnotherCentral``.
+    var closesAnotherCentralsNotifySocket: Bool { self >= BlueZVersion(5, 69) }
 }
 
 extension BlueZSystem {
