@@ -262,18 +262,32 @@ final class BlueZGATTApplication: GATTServerBackend {
         let system = self.system
         let notifySockets = self.notifySockets
         let task = Task {
+            // Why each link ended, from BlueZ 5.83's `Device1.Disconnected`, which comes just
+            // before the `Connected = false` it explains; earlier versions send none.
+            var reasons: [DBusObjectPath: String] = [:]
             for await change in changes {
+                if case .deviceDisconnected(let path, let name, let message) = change, path.parent == adapter {
+                    reasons[path] = BlueZDisconnectionReason.describe(name, message: message)
+                    continue
+                }
+                if case .interfacesRemoved(let path, _) = change {
+                    reasons[path] = nil
+                    continue
+                }
                 guard case .propertiesChanged(let path, "org.bluez.Device1", let changed, _) = change,
-                    path.parent == adapter, !system.isOutgoingLink(path),
-                    let connected = try? changed.decode("Connected", as: Bool.self),
-                    let address = BluetoothAddress(bluezPathComponent: path.lastElement)
+                    path.parent == adapter,
+                    let connected = try? changed.decode("Connected", as: Bool.self)
+                else { continue }
+                let reason = reasons.removeValue(forKey: path)
+                guard !system.isOutgoingLink(path), let address = BluetoothAddress(bluezPathComponent: path.lastElement)
                 else { continue }
                 let central = Central(address: address)
                 if !connected {
                     // A central whose socket bluetoothd closed by mistake stays subscribed until now.
                     for id in notifySockets.centralLeft(central) { events.subscriptionChanged(central, id, false) }
                 }
-                events.connectionChanged(central, connected)
+                events.connectionChanged(
+                    CentralConnectionChange(central: central, isConnected: connected, reason: connected ? nil : reason))
             }
         }
         watcher.withLock { $0 = task }

@@ -8,6 +8,10 @@ enum ObjectTreeChange: Sendable {
     case interfacesAdded(DBusObjectPath, [String: [String: DBusVariant]])
     case interfacesRemoved(DBusObjectPath, [String])
     case propertiesChanged(DBusObjectPath, interface: String, changed: [String: DBusVariant], invalidated: [String])
+    /// A device's link ended, and why (`Device1.Disconnected`, BlueZ 5.83 and later): BlueZ's
+    /// reason name (`org.bluez.Reason.Remote`, …) and its message. It comes before the
+    /// `Connected = false` it explains; it changes no object.
+    case deviceDisconnected(DBusObjectPath, reason: String, message: String)
     /// The service left the bus (bluetoothd stopped or the connection was lost); the removal of
     /// every object follows.
     case serviceLeft
@@ -15,7 +19,9 @@ enum ObjectTreeChange: Sendable {
     /// The object the change is about; `nil` for the service leaving.
     var path: DBusObjectPath? {
         switch self {
-        case .interfacesAdded(let path, _), .interfacesRemoved(let path, _), .propertiesChanged(let path, _, _, _): path
+        case .interfacesAdded(let path, _), .interfacesRemoved(let path, _), .propertiesChanged(let path, _, _, _),
+            .deviceDisconnected(let path, _, _):
+            path
         case .serviceLeft: nil
         }
     }
@@ -82,6 +88,8 @@ final class BlueZObjectTree: Sendable {
                 for name in invalidated { objects[path]![interface]![name] = nil }
                 noteSet(changed.keys, of: interface, at: path)
                 noteSet(invalidated, of: interface, at: path)
+            case .deviceDisconnected:
+                break
             case .serviceLeft:
                 guard owner != nil else { return false }
                 owner = nil
@@ -354,6 +362,10 @@ final class BlueZObjectTree: Sendable {
                 return .propertiesChanged(
                     signal.path, interface: try signal.arguments[0].decode(), changed: try signal.arguments[1].decode(),
                     invalidated: try signal.arguments[2].decode())
+            case ("org.bluez.Device1", "Disconnected"):
+                guard signal.arguments.count == 2 else { return nil }
+                return .deviceDisconnected(
+                    signal.path, reason: try signal.arguments[0].decode(), message: try signal.arguments[1].decode())
             default:
                 return nil
             }

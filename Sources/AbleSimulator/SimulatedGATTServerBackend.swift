@@ -44,6 +44,8 @@ struct SimulatedGATTServerBackend: GATTServerBackend {
     }
 
     func disconnect(_ central: Central) async throws {
-        radio.disconnect(central: central.address, peripheral: address, reason: "disconnected by the peripheral")
+        radio.disconnect(
+            central: central.address, peripheral: address, reason: "disconnected by the peripheral",
+            serverReason: "this adapter ended the link")
     }
 }

@@ -96,7 +96,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             return (device.events, device.servicesResolve)
         }
         radio.connectionStateChanged(connection, to: .connecting)
-        events?.connectionChanged(Central(address: central), true)
+        events?.connectionChanged(CentralConnectionChange(central: Central(address: central), isConnected: true))
         do {
             if resolves {
                 try await clock.sleep(until: min(deadline, clock.now.advanced(by: timing.serviceResolutionTime)))

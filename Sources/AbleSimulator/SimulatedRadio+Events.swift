@@ -32,7 +32,14 @@ extension SimulatedRadio {
     }
 
     /// Ends a connection: its notification streams throw, the server hears of it.
-    func disconnect(central: BluetoothAddress, peripheral: BluetoothAddress, reason: String?) {
+    ///
+    /// - Parameters:
+    ///   - reason: Why, as the central sees it (`nil`: the central ended it).
+    ///   - serverReason: Why, as the server sees it; by default `reason`, or "the central ended
+    ///     the link" (what BlueZ 5.83 and later tell a server) when the central ended it.
+    func disconnect(
+        central: BluetoothAddress, peripheral: BluetoothAddress, reason: String?, serverReason: String? = nil
+    ) {
         let (removed, subscriptions, events) = state.withLock { state in
             let removed =
                 state.connections.remove(RadioState.Connection(central: central, peripheral: peripheral)) != nil
@@ -52,7 +59,10 @@ extension SimulatedRadio {
         }
         // As BlueZ does, a link's end ends its subscriptions at the server.
         for attribute in unsubscribed { events?.subscriptionChanged(Central(address: central), attribute, false) }
-        events?.connectionChanged(Central(address: central), false)
+        events?.connectionChanged(
+            CentralConnectionChange(
+                central: Central(address: central), isConnected: false,
+                reason: serverReason ?? reason ?? "the central ended the link"))
     }
 
     /// Tells a connection's state listeners (``Peripheral/connectionStates()``) about a change.

@@ -28,6 +28,7 @@ struct SimulatedScenarioBackend: ScenarioBackend {
     var discoveryTimeout: Duration { .seconds(30) }
     var connectTimeout: Duration { .seconds(30) }
     var namesSubscribers: Bool { true }
+    var reportsDisconnectionReasons: Bool { true }
     var notifiesOneCentral: Bool { true }
     var indicatesOneCentral: Bool { true }
 

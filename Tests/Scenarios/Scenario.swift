@@ -212,8 +212,12 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
         let slow = CharacteristicID(.random(), service: service)
         let readers = Recorder<Central?>()
         let handlerEnds = Recorder<Bool>()
+        let departures = Recorder<String?>()
         let definition = GATTServerDefinition {
             Service(service) { Characteristic(slow.uuid, properties: [.read]) }
+            OnConnectionStateChange { _, change in
+                if !change.isConnected { departures.append(change.reason) }
+            }
             OnRead([slow.uuid]) { request in
                 readers.append(request.central)
                 // Far longer than the test may wait: only the cancellation ends it early.
@@ -240,6 +244,9 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
             try await backend.eventually("the handler to be cancelled") { handlerEnds.all == [true] }
             try await backend.eventually("the central to see the link drop") { await !peripheral.isConnected }
             try await backend.eventually("the server to see the central go") { await server.connectedCentrals.isEmpty }
+            try await backend.eventually("the server's disconnection event") { !departures.all.isEmpty }
+            // BlueZ before 5.83 does not say why a link ended.
+            #expect(departures.all == [backend.reportsDisconnectionReasons ? "this adapter ended the link" : nil])
         }
     }
 
@@ -248,6 +255,7 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
         let level = CharacteristicID(.random(), service: service)
         let subscriptions = Recorder<String>()
         let connections = Recorder<Bool>()
+        let reasons = Recorder<String?>()
         let centralAddress = try #require(await backend.central.state.address)
         let definition = GATTServerDefinition {
             Service(service) { Characteristic(level.uuid, properties: [.read, .notify], value: [50]) }
@@ -255,8 +263,10 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
                 // BlueZ before 5.69 does not say which central subscribed.
                 subscriptions.append("\(central.map { "\($0.address)" } ?? "?") \(uuid == level.uuid) \(isSubscribed)")
             }
-            OnConnectionStateChange { _, central, isConnected in
-                if central.address == centralAddress { connections.append(isConnected) }
+            OnConnectionStateChange { _, change in
+                guard change.central.address == centralAddress else { return }
+                connections.append(change.isConnected)
+                reasons.append(change.reason)
             }
         }
         try await withServer(backend, definition) { server in
@@ -281,6 +291,8 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
                 try await backend.eventually("the server to see the disconnection") {
                     connections.all == [true, false]
                 }
+                // BlueZ before 5.83 does not say why a link ended.
+                #expect(reasons.all == [nil, backend.reportsDisconnectionReasons ? "the central ended the link" : nil])
             }
         }
     }

@@ -26,6 +26,9 @@ public protocol ScenarioBackend: Sendable {
     var indicatesOneCentral: Bool { get }
     /// The notification pacing the link between the adapters carries.
     var serverPacing: NotificationPacing { get }
+    /// Whether a GATT server hears why a central's link ended (the simulator always; BlueZ from
+    /// 5.83, which announces `Device1.Disconnected`).
+    var reportsDisconnectionReasons: Bool { get }
     /// Waits `duration` in the backend's time: simulated on the simulator, real on BlueZ.
     func pause(_ duration: Duration) async throws
     /// Runs after each scenario, whatever its outcome: the simulator checks that nothing was
@@ -46,6 +49,7 @@ extension ScenarioBackend {
     public var notifiesOneCentral: Bool { false }
     public var indicatesOneCentral: Bool { false }
     public var serverPacing: NotificationPacing { .default }
+    public var reportsDisconnectionReasons: Bool { false }
 
     /// Waits until `condition` holds, checking every 20 ms of the backend's time; fails after `timeout`.
     func eventually(

@@ -87,7 +87,7 @@ public actor GATTServer {
     }
 
     private enum Event: Sendable {
-        case connection(Central, Bool)
+        case connection(CentralConnectionChange)
         case subscription(Central?, BluetoothUUID, Bool)
     }
 
@@ -98,7 +98,7 @@ public actor GATTServer {
         // Events reach the handlers in order, from one task that lives as long as the server.
         let (events, continuation) = AsyncStream<Event>.makeStream()
         let backendEvents = GATTServerEvents(
-            connectionChanged: { central, isConnected in continuation.yield(.connection(central, isConnected)) },
+            connectionChanged: { change in continuation.yield(.connection(change)) },
             subscriptionChanged: { central, id, isSubscribed in
                 subscriptions.withLock { subscriptions in
                     if isSubscribed {
@@ -113,8 +113,8 @@ public actor GATTServer {
             for await event in events {
                 guard let self else { return }
                 switch event {
-                case .connection(let central, let isConnected):
-                    for handler in definition.connectionHandlers { await handler(self, central, isConnected) }
+                case .connection(let change):
+                    for handler in definition.connectionHandlers { await handler(self, change) }
                 case .subscription(let central, let uuid, let isSubscribed):
                     for handler in definition.subscriptionHandlers { await handler(self, central, uuid, isSubscribed) }
                 }

@@ -37,12 +37,13 @@ extension GATTServerBackend {
 /// Where a backend reports connections and subscriptions; the server fans them out to the
 /// definition's handlers.
 package struct GATTServerEvents: Sendable {
-    package let connectionChanged: @Sendable (Central, Bool) -> Void
+    /// A central connected or disconnected.
+    package let connectionChanged: @Sendable (CentralConnectionChange) -> Void
     /// A central (`nil` when the backend cannot say which) subscribed or unsubscribed.
     package let subscriptionChanged: @Sendable (Central?, AttributeID, Bool) -> Void
 
     package init(
-        connectionChanged: @escaping @Sendable (Central, Bool) -> Void,
+        connectionChanged: @escaping @Sendable (CentralConnectionChange) -> Void,
         subscriptionChanged: @escaping @Sendable (Central?, AttributeID, Bool) -> Void
     ) {
         self.connectionChanged = connectionChanged

@@ -20,7 +20,7 @@ public struct GATTServerDefinition: Sendable {
     var anyCharacteristicWrite: WriteHandler?
     var anyDescriptorRead: ReadHandler?
     var anyDescriptorWrite: WriteHandler?
-    var connectionHandlers: [@Sendable (GATTServer, Central, Bool) async -> Void] = []
+    var connectionHandlers: [@Sendable (GATTServer, CentralConnectionChange) async -> Void] = []
     var subscriptionHandlers: [@Sendable (GATTServer, Central?, BluetoothUUID, Bool) async -> Void] = []
     var stateHandlers: [@Sendable (GATTServer, Bool) async -> Void] = []
     /// Declaration mistakes, reported by ``validate()``.

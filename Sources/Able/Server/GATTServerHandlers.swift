@@ -113,16 +113,53 @@ public struct OnAnyWriteDescriptor: GATTServerComponent {
     }
 }
 
-/// Called when a central connects (`true`) or disconnects (`false`).
+/// Called when a central connects to this server's adapter or disconnects from it.
+///
+/// Links this process opened as a central on the same adapter are not reported.
 public struct OnConnectionStateChange: GATTServerComponent {
-    let handler: @Sendable (GATTServer, Central, Bool) async -> Void
+    let handler: @Sendable (GATTServer, CentralConnectionChange) async -> Void
+
     /// Calls `handler` with the server, the central, and whether it is connected now.
     public init(
         _ handler: @escaping @Sendable (_ server: GATTServer, _ central: Central, _ isConnected: Bool) async -> Void
     ) {
+        self.handler = { server, change in await handler(server, change.central, change.isConnected) }
+    }
+
+    /// Calls `handler` with the server and the change, which also says why a link ended where
+    /// the backend tells (``CentralConnectionChange/reason``).
+    public init(_ handler: @escaping @Sendable (_ server: GATTServer, _ change: CentralConnectionChange) async -> Void)
+    {
         self.handler = handler
     }
+
     public func apply(to definition: inout GATTServerDefinition) { definition.connectionHandlers.append(handler) }
+}
+
+/// A central's link to a server's adapter coming up or going down, as ``OnConnectionStateChange``
+/// reports it.
+public struct CentralConnectionChange: Sendable, Hashable, CustomStringConvertible {
+    /// The central.
+    public var central: Central
+    /// Whether it is connected now.
+    public var isConnected: Bool
+    /// Why the link ended, for a disconnection, when the backend says: on BlueZ from 5.83, which
+    /// announces it (`Device1.Disconnected`): "the central ended the link", "this adapter ended the
+    /// link", "the link timed out" (the supervision timeout: the central went out of range or
+    /// away), "authentication failed", "this host suspended", or BlueZ's own words for a reason it
+    /// does not name. Earlier BlueZ says nothing, and it is `nil`. A simulated radio gives the
+    /// fault or the side that ended the link. Always `nil` for a connection.
+    public var reason: String?
+
+    package init(central: Central, isConnected: Bool, reason: String? = nil) {
+        self.central = central
+        self.isConnected = isConnected
+        self.reason = reason
+    }
+
+    public var description: String {
+        isConnected ? "\(central) connected" : "\(central) disconnected" + (reason.map { " (\($0))" } ?? "")
+    }
 }
 
 /// Called when a central subscribes to (`true`) or unsubscribes from (`false`) a characteristic.

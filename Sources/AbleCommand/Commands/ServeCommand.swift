@@ -153,12 +153,14 @@ struct ServeCommand: Command {
                     ]))
                 return .store
             }
-            OnConnectionStateChange { _, central, isConnected in
+            OnConnectionStateChange { _, change in
                 console.result(
-                    "\(central.address) \(isConnected ? "connected" : "disconnected")",
+                    "\(change.central.address) \(change.isConnected ? "connected" : "disconnected")"
+                        + (change.reason.map { " (\($0))" } ?? ""),
                     json: .object([
-                        ("event", isConnected ? "connected" : "disconnected"),
-                        ("central", .string("\(central.address)")),
+                        ("event", change.isConnected ? "connected" : "disconnected"),
+                        ("central", .string("\(change.central.address)")),
+                        ("reason", .optional(change.reason) { .string($0) }),
                     ]))
             }
             OnSubscriptionChange { _, central, uuid, isSubscribed in

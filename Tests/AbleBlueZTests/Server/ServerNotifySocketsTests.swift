@@ -24,7 +24,7 @@ struct ServerNotifySocketsTests {
         sockets.recoversSocketsClosedByAnotherCentral.withLock { $0 = true }
         let reported = Lock<[String]>([])
         let events = GATTServerEvents(
-            connectionChanged: { _, _ in },
+            connectionChanged: { _ in },
             subscriptionChanged: { central, _, isSubscribed in
                 reported.withLock { $0.append("\(central.map { "\($0.address)" } ?? "?") \(isSubscribed)") }
             })
