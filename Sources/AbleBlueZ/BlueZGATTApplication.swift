@@ -267,7 +267,7 @@ final class BlueZGATTApplication: GATTServerBackend {
             var reasons: [DBusObjectPath: String] = [:]
             for await change in changes {
                 if case .deviceDisconnected(let path, let name, let message) = change, path.parent == adapter {
-                    reasons[path] = BlueZDisconnectionReason.describe(name, message: message)
+                    reasons[path] = BlueZDisconnectionReason.describe(name, message: message, peer: "the central")
                     continue
                 }
                 if case .interfacesRemoved(let path, _) = change {

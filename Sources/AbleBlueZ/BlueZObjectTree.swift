@@ -54,6 +54,9 @@ final class BlueZObjectTree: Sendable {
         /// (by object, then interface), so that a snapshot taken before cannot bring it back.
         /// Emptied when no read is in flight: it never grows with the devices a scan comes across.
         var removedDuringReads: [DBusObjectPath: [String: UInt64]] = [:]
+        /// Why each device's last link ended, as BlueZ 5.83 and later announce it (reason name and
+        /// message), until the device connects again or goes away.
+        var disconnections: [DBusObjectPath: (reason: String, message: String)] = [:]
 
         /// Notes a read about to be sent; returns the ``sequence`` its reply is to be applied after.
         mutating func beginRead() -> UInt64 {
@@ -78,18 +81,23 @@ final class BlueZObjectTree: Sendable {
                 if readsInFlight > 0 {
                     for name in names { removedDuringReads[path, default: [:]][name] = sequence }
                 }
+                if names.contains("org.bluez.Device1") { disconnections[path] = nil }
                 guard var object = objects[path] else { return false }
                 for name in names { object[name] = nil }
                 objects[path] = object.isEmpty ? nil : object
                 if object.isEmpty { lastSet[path] = nil }
             case .propertiesChanged(let path, let interface, let changed, let invalidated):
                 guard objects[path]?[interface] != nil else { return false }
+                if interface == "org.bluez.Device1", (try? changed.decode("Connected", as: Bool.self)) == true {
+                    disconnections[path] = nil
+                }
                 objects[path]![interface]!.merge(changed) { $1 }
                 for name in invalidated { objects[path]![interface]![name] = nil }
                 noteSet(changed.keys, of: interface, at: path)
                 noteSet(invalidated, of: interface, at: path)
-            case .deviceDisconnected:
-                break
+            case .deviceDisconnected(let path, let reason, let message):
+                guard objects[path]?["org.bluez.Device1"] != nil else { return false }
+                disconnections[path] = (reason, message)
             case .serviceLeft:
                 guard owner != nil else { return false }
                 owner = nil
@@ -239,6 +247,12 @@ final class BlueZObjectTree: Sendable {
     /// The properties of one interface of one object now.
     func properties(of interface: String, at path: DBusObjectPath) -> [String: DBusVariant]? {
         state.withLock { $0.objects[path]?[interface] }
+    }
+
+    /// Why the last link of the device at `path` ended, as BlueZ 5.83 and later announce it
+    /// (reason name and message); `nil` while it is connected, or when BlueZ did not say.
+    func disconnection(of path: DBusObjectPath) -> (reason: String, message: String)? {
+        state.withLock { $0.disconnections[path] }
     }
 
     /// The unique bus name of the service now, or `nil` while it is away.

@@ -110,8 +110,14 @@ struct BlueZPeripheralBackend: PeripheralBackend {
     func connectionStates() -> AsyncStream<Peripheral.ConnectionState> {
         system.tree.states(of: path, bufferingPolicy: .unbounded) { [self] in
             guard properties != nil else { return .disconnected(reason: "the device is gone") }
-            return isConnected && flag("ServicesResolved")
-                ? .connected : isConnected ? .connecting : .disconnected(reason: nil)
+            guard isConnected else {
+                // BlueZ 5.83 and later say why a link ended; earlier versions do not.
+                let reason = system.tree.disconnection(of: path).map {
+                    BlueZDisconnectionReason.describe($0.reason, message: $0.message, peer: "the peripheral")
+                }
+                return .disconnected(reason: reason)
+            }
+            return flag("ServicesResolved") ? .connected : .connecting
         }
     }
 

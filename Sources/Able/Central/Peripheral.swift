@@ -22,9 +22,11 @@ import AbleStreams
 public actor Peripheral {
     /// Where a connection stands.
     public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
-        /// Not connected. `reason` says why the link ended when the backend knows: BlueZ 5.66
-        /// reports no reason over D-Bus, so on BlueZ it is `nil` unless the device itself went
-        /// away; a simulated radio gives the reason of the fault that ended the link.
+        /// Not connected. `reason` says why the link ended when the backend knows: BlueZ 5.83
+        /// and later announce it (`Device1.Disconnected`: "the peripheral ended the link", "this
+        /// adapter ended the link", "the link timed out", …); earlier BlueZ reports no reason
+        /// over D-Bus, so there it is `nil` unless the device itself went away. A simulated radio
+        /// gives the reason of the fault that ended the link.
         case disconnected(reason: String?)
         /// Linked, but the services are not resolved yet.
         case connecting

@@ -42,6 +42,38 @@ struct PeripheralTests {
         try await body(fake, device, adapter, peripheral)
     }
 
+    @Test(
+        "A lost link says why where BlueZ 5.83 and later announce it, and nothing where BlueZ is silent",
+        arguments: [
+            ("org.bluez.Reason.Remote" as String?, "the peripheral ended the link" as String?),
+            ("org.bluez.Reason.Timeout", "the link timed out"),
+            (nil, nil),
+        ])
+    func connectionStatesCarryTheReason(announced: String?, expected: String?) async throws {
+        try await withDevice(announcesConnected: true) { fake, device, _, peripheral in
+            try await peripheral.connect(timeout: .seconds(10))
+            var states = await peripheral.connectionStates().makeAsyncIterator()
+            #expect(await states.next() == .connected)
+            if let announced {
+                try fake.connection.emitSignal(
+                    path: device.path, interface: "org.bluez.Device1", member: "Disconnected",
+                    arguments: [.string(announced), .string("from the fake")])
+            }
+            await device.disconnect()
+            var state = await states.next()
+            if state == .connecting { state = await states.next() }
+            #expect(state == .disconnected(reason: expected))
+            // Once connected again, the old reason is gone: a silent loss says nothing.
+            try await peripheral.connect(timeout: .seconds(10))
+            var again = await peripheral.connectionStates().makeAsyncIterator()
+            #expect(await again.next() == .connected)
+            await device.disconnect()
+            var next = await again.next()
+            if next == .connecting { next = await again.next() }
+            #expect(next == .disconnected(reason: nil))
+        }
+    }
+
     @Test(arguments: [false, true])
     func connectingWaitsForResolvedServicesEvenWhenConnectedIsNotAnnounced(announced: Bool) async throws {
         try await withDevice(announcesConnected: announced) { _, _, _, peripheral in
