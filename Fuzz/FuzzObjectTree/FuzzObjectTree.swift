@@ -96,8 +96,8 @@ private func serviceLeaves(_ state: inout BlueZObjectTree.State) {
     for (path, interfaces) in state.objects.sorted(by: { $0.key < $1.key }) {
         _ = state.apply(.interfacesRemoved(path, Array(interfaces.keys)))
     }
-    guard state.objects.isEmpty, state.owner == nil else {
-        fatalError("objects remain after the service left: \(state.objects)")
+    guard state.objects.isEmpty, state.owner == nil, state.disconnections.isEmpty else {
+        fatalError("objects remain after the service left: \(state.objects), \(state.disconnections)")
     }
     state.owner = ":1.8"
 }

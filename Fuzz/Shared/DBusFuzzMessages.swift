@@ -237,6 +237,12 @@ struct FuzzValueBuilder {
                 path: path().rawValue, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
                 odd ? arguments() : [.string(string()), properties(), invalidated])
         default:
+            if kind & 0x40 != 0 {
+                // BlueZ 5.83's announcement of why a link ended.
+                return FuzzMessages.signal(
+                    path: path().rawValue, interface: "org.bluez.Device1", member: "Disconnected",
+                    odd ? arguments() : [.string(string()), .string(string())])
+            }
             return FuzzMessages.signal(
                 path: path().rawValue, interface: odd ? "org.example" : "org.freedesktop.DBus.Properties",
                 member: odd ? "Odd" : "PropertiesChanged", arguments())
