@@ -239,27 +239,15 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
 
     /// Calls `handler` on the loop's thread whenever `descriptor` is readable, until the
     /// returned function is called (from any thread); the loop's thread stays alive meanwhile.
+    /// The descriptor stays the caller's: close it only after calling that function.
     ///
     /// What `Scripts/bench`'s event-floor line measures one readiness event through.
     package func watchReadable(
         _ descriptor: Int32, handler: @escaping @Sendable () -> Void
     ) -> @Sendable () -> Void {
-        final class Box: @unchecked Sendable {
-            var watch: LoopWatch?
-        }
-        let box = Box()
-        retainClient()
-        execute { [self] in
-            box.watch = LoopWatch(descriptor: descriptor, writable: false) { _ in handler() }
-            if let watch = box.watch { setEnabled(watch, true) }
-        }
-        return { [self] in
-            execute { [self] in
-                if let watch = box.watch { remove(watch) }
-                box.watch = nil
-                releaseClient()
-            }
-        }
+        let socket = LoopSocket(descriptor: descriptor, loop: self)
+        socket.start(interest: .read, readable: handler, writable: {})
+        return { socket.cancel {} }
     }
 
     // MARK: - Watches (on the loop's thread)

@@ -8,10 +8,6 @@ import Testing
 
 @Suite(.timeLimit(.minutes(1)))
 struct EventLoopTests {
-    static func threads(named name: String) -> Int {
-        ThreadCensus.threads(named: name)
-    }
-
     static func uniqueName() -> String {
         "able.t.\(UInt32.random(in: 0..<0xFF_FFFF))"
     }
@@ -19,24 +15,24 @@ struct EventLoopTests {
     @Test func aLoopHasOneThreadForAllItsConnectionsThatEndsWithTheLast() async throws {
         let name = Self.uniqueName()
         let loop = DBusExecutor(threadName: name)
-        #expect(Self.threads(named: name) == 0)
+        #expect(ThreadCensus.threads(named: name) == 0)
         let bus = try PrivateBus()
         let server = try await bus.connect(executor: loop)
         let client = try await bus.connect(executor: loop)
         try await server.export([EchoService.interfaceDeclaration()], at: EchoService.path)
         let reply = try await EchoService.call(client, on: server, "Echo", [.variant(.string("hi"))])
         #expect(reply == [.variant(.string("hi"))])
-        #expect(Self.threads(named: name) == 1)
+        #expect(ThreadCensus.threads(named: name) == 1)
         await server.close()
-        #expect(Self.threads(named: name) == 1, "the client still runs on the loop")
+        #expect(ThreadCensus.threads(named: name) == 1, "the client still runs on the loop")
         await client.close()
-        try await waitUntil { Self.threads(named: name) == 0 }
+        try await waitUntil { ThreadCensus.threads(named: name) == 0 }
         // A connection afterwards starts it again.
         let again = try await bus.connect(executor: loop)
         _ = try await again.nameOwner(of: "org.freedesktop.DBus")
-        #expect(Self.threads(named: name) == 1)
+        #expect(ThreadCensus.threads(named: name) == 1)
         await again.close()
-        try await waitUntil { Self.threads(named: name) == 0 }
+        try await waitUntil { ThreadCensus.threads(named: name) == 0 }
     }
 
     @Test func closingTheLastConnectionWithWorkPendingResumesEverythingWithAnError() async throws {
@@ -58,7 +54,7 @@ struct EventLoopTests {
             #expect(error?.isDisconnected == true)
         }
         await #expect(throws: DBusError.self) { try await streamTask.value }
-        try await waitUntil { Self.threads(named: name) == 0 }
+        try await waitUntil { ThreadCensus.threads(named: name) == 0 }
         await server.close()
     }
 
@@ -69,10 +65,10 @@ struct EventLoopTests {
         let client = try await bus.connect(executor: loop)
         let stream = try await client.signals(matching: DBusMatchRule(interface: "org.example.Ticker"))
         let streamTask = Task { for try await _ in stream {} }
-        #expect(Self.threads(named: name) == 1)
+        #expect(ThreadCensus.threads(named: name) == 1)
         bus.kill()
         await #expect(throws: DBusError.self) { try await streamTask.value }
-        try await waitUntil { Self.threads(named: name) == 0 }
+        try await waitUntil { ThreadCensus.threads(named: name) == 0 }
     }
 
     actor Caller {
@@ -152,11 +148,11 @@ struct EventLoopTests {
         }
         for (connection, name) in zip(connections, names) {
             _ = try await connection.nameOwner(of: "org.freedesktop.DBus")
-            #expect(Self.threads(named: name) == 1)
+            #expect(ThreadCensus.threads(named: name) == 1)
         }
         #expect(connections[0].executor !== connections[1].executor)
         for connection in connections { await connection.close() }
-        for name in names { try await waitUntil { Self.threads(named: name) == 0 } }
+        for name in names { try await waitUntil { ThreadCensus.threads(named: name) == 0 } }
     }
 
     @Test func connectionsShareOneLoopByDefault() async throws {

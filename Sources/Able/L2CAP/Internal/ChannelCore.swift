@@ -370,11 +370,7 @@ package final class ChannelCore: @unchecked Sendable {
         lifecycle = .closing(watched: true, waiters: [])
         packets.finish(throwing: error)
         directReceiver?.end(error)
-        let waiters = sending.withLock { machine in
-            let waiters = machine.fail(sendError)
-            _ = machine.releaseWriter()
-            return waiters
-        }
+        let waiters = sending.withLock { $0.fail(sendError) }
         watch.cancel { self.socketReleased() }
         for waiter in waiters { waiter.resume(throwing: sendError) }
     }

@@ -100,11 +100,4 @@ struct SendStateMachine<Waiter> {
         if failure == nil { failure = error }
         return pending.removeAll().map(\.waiter)
     }
-
-    /// The channel is being torn down: whether the write source is paused and must be resumed
-    /// so that it can be cancelled. It is never paused again.
-    mutating func releaseWriter() -> Bool {
-        defer { isWriterPaused = false }
-        return isWriterPaused
-    }
 }
