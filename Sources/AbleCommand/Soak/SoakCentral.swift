@@ -105,6 +105,9 @@ struct SoakCentral: Sendable {
                         if let expected, number != expected {
                             if number > expected {
                                 ledger.lost("notification", Int(number - expected))
+                                say(
+                                    "lost \(number - expected) notification(s) \(ContinuousClock.now - ledger.start) in:"
+                                        + " #\(expected) was next, #\(number) came")
                             } else {
                                 ledger.duplicated("notification")
                             }
