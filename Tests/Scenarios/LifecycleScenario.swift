@@ -188,10 +188,20 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
                 try await peripheral.setBlocked(false)
                 #expect(await !peripheral.isBlocked)
 
-                // Known and bonded: connecting needs neither a scan nor pairing.
-                try await peripheral.connect(timeout: backend.connectTimeout)
-                #expect(await peripheral.isPaired)
-                #expect(try await peripheral.read(readable) == [3])
+                // Known and bonded: connecting needs neither a scan nor pairing. Not on BlueZ 5.66,
+                // whose bluetoothd as the peripheral breaks a bonded central's reconnection when the
+                // two race: it raises the security of the link it accepted (an LTK is stored) while
+                // the central's kernel is still encrypting it, the guest's Linux 6.1 refuses
+                // (setsockopt BT_SECURITY: EINVAL) and bluetoothd drops the link; Linux 6.1 then
+                // faults in hci_chan_del when bluetoothd closes the central's connecting socket, and
+                // the oops takes every adapter with it (in two CI runs in a row on 5.66). That
+                // is the peripheral's BlueZ and the kernel, not the central: the reconnection as
+                // bonded is proven on 5.82 and on the simulator.
+                if Self.reconnectsAsBonded(backend) {
+                    try await peripheral.connect(timeout: backend.connectTimeout)
+                    #expect(await peripheral.isPaired)
+                    #expect(try await peripheral.read(readable) == [3])
+                }
 
                 // Forgetting removes the bond: the next connection has none. Both sides forget: a
                 // bond kept by the peripheral alone fails the next connection's pairing with
@@ -209,6 +219,13 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
                 await advertising.stop()
             }
         }
+    }
+
+    /// Whether the rig's peripheral takes a bonded central's reconnection: not BlueZ 5.66 (see
+    /// ``bondsTrustAndForgetting(_:)``).
+    static func reconnectsAsBonded(_ backend: some ScenarioBackend) -> Bool {
+        guard let version = backend.bluezVersion else { return true }
+        return version.major > 5 || (version.major == 5 && version.minor > 66)
     }
 
     static func reconnectionKeepsSubscriptions(_ backend: some LifecycleScenarioBackend) async throws {
