@@ -368,9 +368,11 @@ package final class ChannelCore: @unchecked Sendable {
         loop.checkIsolated()
         guard case .open = lifecycle else { return }
         lifecycle = .closing(watched: true, waiters: [])
+        // Sends fail first: a consumer that sees the packet stream end may send at once, on its
+        // own thread, and must find the channel ended.
+        let waiters = sending.withLock { $0.fail(sendError) }
         packets.finish(throwing: error)
         directReceiver?.end(error)
-        let waiters = sending.withLock { $0.fail(sendError) }
         watch.cancel { self.socketReleased() }
         for waiter in waiters { waiter.resume(throwing: sendError) }
     }
