@@ -197,7 +197,7 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
                 // the oops takes every adapter with it (in two CI runs in a row on 5.66). That
                 // is the peripheral's BlueZ and the kernel, not the central: the reconnection as
                 // bonded is proven on 5.82 and on the simulator.
-                if Self.reconnectsAsBonded(backend) {
+                if backend.bluezVersion.map({ $0 > (5, 66) }) ?? true {
                     try await peripheral.connect(timeout: backend.connectTimeout)
                     #expect(await peripheral.isPaired)
                     #expect(try await peripheral.read(readable) == [3])
@@ -219,13 +219,6 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
                 await advertising.stop()
             }
         }
-    }
-
-    /// Whether the rig's peripheral takes a bonded central's reconnection: not BlueZ 5.66 (see
-    /// ``bondsTrustAndForgetting(_:)``).
-    static func reconnectsAsBonded(_ backend: some ScenarioBackend) -> Bool {
-        guard let version = backend.bluezVersion else { return true }
-        return version.major > 5 || (version.major == 5 && version.minor > 66)
     }
 
     static func reconnectionKeepsSubscriptions(_ backend: some LifecycleScenarioBackend) async throws {
