@@ -15,13 +15,14 @@ uptime_s() { cut -d' ' -f1 /proc/uptime; }
 # log MESSAGE: to stdout (guest-run sends its stdout to out/guest.log).
 log() { echo "[$(uptime_s)] $*"; }
 
-# is_running PID: true while the process exists and is not a zombie.
+# is_running PID: true while the process exists and is not a zombie. Builtins only (no process):
+# loops call it every second or faster.
 is_running() {
-    local state
-    [ -n "$1" ] && [ -r "/proc/$1/stat" ] || return 1
-    # field 3 of /proc/PID/stat, after the ")" that ends the command name
-    state="$(sed 's/.*) \([A-Za-z]\).*/\1/' "/proc/$1/stat" 2> /dev/null)"
-    [ -n "$state" ] && [ "$state" != Z ]
+    local stat
+    [ -n "$1" ] && read -r stat 2> /dev/null < "/proc/$1/stat" || return 1
+    # field 3 of /proc/PID/stat, after the ") " that ends the command name
+    stat="${stat##*) }"
+    [ -n "$stat" ] && [ "${stat:0:1}" != Z ]
 }
 is_stopped() { ! is_running "$1"; }
 
