@@ -1,6 +1,7 @@
 import Able
 import AbleBlueZ
 import AbleDBus
+import AbleStreams
 
 /// What `Benchmarks/C/fake-bluez.c` exports: an adapter, a connected peripheral, one of its
 /// services and a characteristic that notifies (the names are in `bench-common.h`).
@@ -51,9 +52,10 @@ func runCentralNotifications(
     let progress = Progress()
     let start = Mark.now()
     let stream = try await peripheral.notifications(of: FakeBlueZShape.characteristicID, delivery: delivery)
+    let loop: any TaskExecutor = delivery == .socket ? EventLoop.sockets : connection.executor
     let receiving =
         onLoop
-        ? Task.detached(executorPreference: connection.executor) {
+        ? Task.detached(executorPreference: loop) {
             try await receiveNotifications(stream, count: count, progress: progress)
         }
         : Task.detached { try await receiveNotifications(stream, count: count, progress: progress) }

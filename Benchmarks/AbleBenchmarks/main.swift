@@ -45,6 +45,9 @@ let commands: [Command] = [
     Command(name: "central-notify-socket", arguments: ["ADDRESS", "N"]) { a in
         try await runCentralNotifications(address: a[0], count: integer(a[1]), delivery: .socket)
     },
+    Command(name: "central-notify-socket-on-loop", arguments: ["ADDRESS", "N"]) { a in
+        try await runCentralNotifications(address: a[0], count: integer(a[1]), delivery: .socket, onLoop: true)
+    },
     Command(name: "central-write-socket", arguments: ["ADDRESS", "N", "single|sequence"]) { a in
         guard let style = SocketWriteStyle(rawValue: a[2]) else {
             print(usage)

@@ -23,7 +23,10 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
     /// What other threads hand to the loop, under the lock.
     private struct Inbox {
         var work: [Work] = []
-        /// Whether the loop waits (or is about to wait) in `epoll_wait` and must be woken.
+        /// Whether the loop waits (or is about to wait) in `epoll_wait` and must be woken: set
+        /// when it decides to sleep, under the lock that shows it the inbox empty, and cleared as
+        /// soon as `epoll_wait` returns (or by the submit that wakes it). In between, the loop's
+        /// thread submits nothing, so work it submits itself never writes the `eventfd`.
         var sleeping = false
         var threadRunning = false
         /// Connections, sockets and other registrations that keep the loop's thread alive.
@@ -108,7 +111,13 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
     private func wake() {
         var one: UInt64 = 1
         _ = write(wakeDescriptor, &one, 8)
+        wakeWrites.add(1, ordering: .relaxed)
     }
+
+    private let wakeWrites = Atomic<Int>(0)
+
+    /// How many times another thread's work has woken the loop through its `eventfd` so far.
+    package var wakeCount: Int { wakeWrites.load(ordering: .relaxed) }
 
     // MARK: - Clients
 
@@ -204,6 +213,11 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
             }
             jobTurns = 0
             let count = epoll_wait(epoll, events, Self.eventCapacity, timeout)
+            // Awake: work submitted from now on is seen at the top of the loop, before it sleeps
+            // again, and needs no `eventfd` write. Without this, every job that the handlers
+            // below enqueue (a consumer's task that prefers this loop, a reply resuming a call
+            // made on it) would write the `eventfd` and cost the loop an extra turn.
+            if next == .sleep { inbox.withLock { $0.sleeping = false } }
             if count > 0 { handle(events, count: Int(count)) }
             fireTimers()
             retiredWatches.removeAll(keepingCapacity: true)

@@ -67,6 +67,12 @@ struct LoopSocketTests {
             Glibc.close(socket.descriptor)
             Glibc.close(peer)
         }
+
+        /// ``waitForAPoll()``, then ``close()``: the loop has settled into waiting for events.
+        func waitForAPollThenClose() async throws {
+            try await waitForAPoll()
+            try await close()
+        }
     }
 
     /// A loop with a ``Marker``, and a socket pair whose first end is to be watched on it.
