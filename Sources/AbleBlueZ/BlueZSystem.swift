@@ -146,6 +146,10 @@ package final class BlueZSystem: Sendable {
 }
 
 extension BluetoothError {
+    /// What dbus-daemon says in the `NoReply` error that answers a call whose recipient left the
+    /// bus before it replied.
+    static let recipientLeftMessage = "Message recipient disconnected from message bus without replying"
+
     /// Maps a D-Bus error: `org.bluez.Error.*` names through ``fromBlueZ(name:message:cause:file:line:)``,
     /// the bus's own errors to the codes that describe them.
     init(dbusError error: DBusError, file: String = #fileID, line: Int = #line) {
@@ -160,6 +164,14 @@ extension BluetoothError {
         // exited with unknown return code 1"), which says only that bluetoothd is not running.
         if name.hasPrefix("org.freedesktop.DBus.Error.Spawn.") {
             self.init(.daemonUnavailable, message: error.message, cause: error, errorName: nil, file: file, line: line)
+            return
+        }
+        // The bus answers a call whose recipient left the bus before replying with `NoReply` and
+        // this text (dbus-daemon, `bus/connection.c`): bluetoothd exited, or crashed, meanwhile.
+        if error.name == .noReply, error.message == Self.recipientLeftMessage {
+            self.init(
+                .daemonUnavailable, message: "bluetoothd left the bus without answering", cause: error, errorName: nil,
+                file: file, line: line)
             return
         }
         let code: Code =

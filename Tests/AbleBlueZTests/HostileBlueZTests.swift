@@ -138,6 +138,21 @@ struct HostileBlueZTests {
         }
     }
 
+    /// What a soak on BlueZ 5.66 met: `bluetoothd` crashed between answering `Connect` and
+    /// answering the properties read that follows it. Whichever of the two the crash beats, the
+    /// connection fails with `daemonUnavailable` (before, the bus's `NoReply` or `ServiceUnknown`
+    /// came through untranslated, and a maintained connection gave up on it).
+    @Test func bluetoothdLeavingTheBusRightAfterConnectIsDaemonUnavailable() async throws {
+        try await withSetup { setup in
+            setup.device.leavesTheBusAfterConnect.value = true
+            let error = await #expect(throws: BluetoothError.self) {
+                try await setup.peripheral.connect(timeout: .seconds(5))
+            }
+            #expect(error?.code == .daemonUnavailable, "\(String(describing: error))")
+            #expect(error.map(ReconnectPolicy.isTransient) == true)
+        }
+    }
+
     @Test func servicesThatNeverResolveTimeOutAndLeaveNothingBehind() async throws {
         try await withSetup { setup in
             let baseline = try await setup.resources()

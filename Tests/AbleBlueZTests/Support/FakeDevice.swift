@@ -47,6 +47,9 @@ final class FakeDevice: Sendable {
     let startNotifyDelay = Locked<Duration>(.zero)
     /// Makes `Connect` answer only once this is cleared (it counts as called at once).
     let connectHangs = Locked(false)
+    /// Makes `Connect` answer (with `Connected` set) and the fake then leave the bus, as a
+    /// `bluetoothd` that crashes right after answering does.
+    let leavesTheBusAfterConnect = Locked(false)
     /// Makes `StartNotify` remove its characteristic (`InterfacesRemoved`) before it answers.
     let removesCharacteristicOnStartNotify = Locked(false)
     /// How `AcquireWrite` and `AcquireNotify` answer: `nil` grants a socket, otherwise the BlueZ
@@ -141,6 +144,14 @@ final class FakeDevice: Sendable {
         while connectHangs.value { try await Task.sleep(for: .milliseconds(20)) }
         if let (name, message) = connectFailure.value { throw DBusError(DBusError.Name(rawValue: name), message) }
         set("Connected", .boolean(true), announce: announcesConnected)
+        if leavesTheBusAfterConnect.value {
+            // After the answer has gone out: the handler's return sends it.
+            Task { [connection] in
+                try? await Task.sleep(for: .milliseconds(1))
+                await connection.close()
+            }
+            return
+        }
         guard !neverResolves.value else { return }
         for (serviceIndex, service) in services.enumerated() {
             let servicePath = servicePath(serviceIndex)

@@ -24,6 +24,14 @@ struct BusErrorTests {
         #expect(error.message == "a message")
     }
 
+    /// dbus-daemon's answer to a call whose recipient left the bus before replying.
+    @Test func noReplyFromARecipientThatLeftTheBusIsDaemonUnavailable() {
+        let error = BluetoothError(
+            dbusError: DBusError(.noReply, "Message recipient disconnected from message bus without replying"))
+        #expect(error.code == .daemonUnavailable)
+        #expect(ReconnectPolicy.isTransient(error))
+    }
+
     @Test func aMaintainedConnectionRetriesWhileTheBusCannotStartBluetoothd() {
         let error = BluetoothError(
             dbusError: DBusError(
