@@ -314,8 +314,8 @@ final class BlueZObjectTree: Sendable {
     }
 
     /// What a failed call of the tree's own throws: the bus's or BlueZ's error as a
-    /// `BluetoothError` (`bluetoothd` gone, mid-call or before: ``BluetoothError/Code/daemonUnavailable``),
-    /// as every call through ``BlueZSystem/call(_:_:_:_:timeout:interruption:)`` does.
+    /// `BluetoothError` (`daemonUnavailable` when `bluetoothd` is gone, before the call or during
+    /// it), as every call through `BlueZSystem.call` is.
     private static func bluetoothError(_ error: any Error) -> any Error {
         (error as? DBusError).map { BluetoothError(dbusError: $0) } ?? error
     }

@@ -46,6 +46,8 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
     private let loopThread = Atomic<UInt>(0)
     private let epoll: Int32
     private let wakeDescriptor: Int32
+    /// How many times ``wake()`` wrote the `eventfd` (for tests, through ``wakeCount``).
+    private let wakeWrites = Atomic<Int>(0)
 
     // Touched only on the loop's thread.
     private var timers: [LoopTimer] = []
@@ -114,9 +116,7 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
         wakeWrites.add(1, ordering: .relaxed)
     }
 
-    private let wakeWrites = Atomic<Int>(0)
-
-    /// How many times another thread's work has woken the loop through its `eventfd` so far.
+    /// How many times the loop's `eventfd` has been written to wake it so far.
     package var wakeCount: Int { wakeWrites.load(ordering: .relaxed) }
 
     // MARK: - Clients
