@@ -31,6 +31,8 @@ struct SimulatedScenarioBackend: ScenarioBackend {
     var reportsDisconnectionReasons: Bool { true }
     var notifiesOneCentral: Bool { true }
     var indicatesOneCentral: Bool { true }
+    /// The simulated radio imitates BlueZ 5.82 but is no BlueZ: version conditions do not apply.
+    var bluezVersion: (major: Int, minor: Int)? { nil }
 
     func pause(_ duration: Duration) async throws {
         try await radio.clock.sleep(for: duration)

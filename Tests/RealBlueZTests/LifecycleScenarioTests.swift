@@ -33,6 +33,12 @@ struct BlueZLifecycleScenarioBackend: LifecycleScenarioBackend {
     var peripheral: Adapter { base.peripheral }
     var discoveryTimeout: Duration { base.discoveryTimeout }
     var connectTimeout: Duration { base.connectTimeout }
+    var namesSubscribers: Bool { base.namesSubscribers }
+    var notifiesOneCentral: Bool { base.notifiesOneCentral }
+    var indicatesOneCentral: Bool { base.indicatesOneCentral }
+    var serverPacing: NotificationPacing { base.serverPacing }
+    var reportsDisconnectionReasons: Bool { base.reportsDisconnectionReasons }
+    var bluezVersion: (major: Int, minor: Int)? { base.bluezVersion }
 
     func pause(_ duration: Duration) async throws { try await base.pause(duration) }
     func tearDown() async throws { try await base.tearDown() }

@@ -35,12 +35,9 @@ public protocol ScenarioBackend: Sendable {
     /// left open, BlueZ forgets the devices so that the next scenario starts afresh.
     func tearDown() async throws
     /// The version of the BlueZ the backend runs, `nil` on the simulated radio (which imitates
-    /// BlueZ 5.82), for the few behaviours of `bluetoothd` that differ between versions.
+    /// BlueZ 5.82), for the few behaviours of `bluetoothd` that differ between versions. No
+    /// default: a backend that wraps another must forward it, or version conditions go silent.
     var bluezVersion: (major: Int, minor: Int)? { get }
-}
-
-extension ScenarioBackend {
-    public var bluezVersion: (major: Int, minor: Int)? { nil }
 }
 
 extension ScenarioBackend {
