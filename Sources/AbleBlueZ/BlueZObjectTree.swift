@@ -304,20 +304,13 @@ final class BlueZObjectTree: Sendable {
             properties = try reply.first.unwrapped("GetAll").decode([String: DBusVariant].self)
         } catch {
             state.withLock { $0.endRead() }
-            throw Self.bluetoothError(error)
+            throw BluetoothError.translating(error)
         }
         // The reply resumes this task after the loop may have applied later signals: keep theirs.
         publish { state in
             defer { state.endRead() }
             return state.applyRead(properties, of: interface, at: path, after: since).map { [$0] } ?? []
         }
-    }
-
-    /// What a failed call of the tree's own throws: the bus's or BlueZ's error as a
-    /// `BluetoothError` (`daemonUnavailable` when `bluetoothd` is gone, before the call or during
-    /// it), as every call through `BlueZSystem.call` is.
-    private static func bluetoothError(_ error: any Error) -> any Error {
-        (error as? DBusError).map { BluetoothError(dbusError: $0) } ?? error
     }
 
     private func load(owner: String) async throws {
@@ -330,7 +323,7 @@ final class BlueZObjectTree: Sendable {
             objects = try reply.first.unwrapped("GetManagedObjects").decode([DBusObjectPath: Interfaces].self)
         } catch {
             state.withLock { $0.endRead() }
-            throw Self.bluetoothError(error)
+            throw BluetoothError.translating(error)
         }
         // As for a refresh: signals applied since the call was sent are newer than the snapshot (a
         // device removed, a property changed), so the snapshot does not bring back or overwrite them.

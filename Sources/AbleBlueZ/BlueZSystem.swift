@@ -125,8 +125,8 @@ package final class BlueZSystem: Sendable {
             return try await connection.call(
                 destination: Self.service, path: path, interface: interface, method: method, arguments: arguments,
                 timeout: timeout, interruption: interruption)
-        } catch let error as DBusError {
-            throw BluetoothError(dbusError: error)
+        } catch {
+            throw BluetoothError.translating(error)
         }
     }
 
@@ -149,6 +149,12 @@ extension BluetoothError {
     /// What dbus-daemon says in the `NoReply` error that answers a call whose recipient left the
     /// bus before it replied.
     static let recipientLeftMessage = "Message recipient disconnected from message bus without replying"
+
+    /// `error` as Able's callers see it: a `DBusError` (BlueZ's or the bus's) mapped through
+    /// ``init(dbusError:file:line:)``, anything else as it is. What every call to BlueZ throws.
+    static func translating(_ error: any Error) -> any Error {
+        (error as? DBusError).map { BluetoothError(dbusError: $0) } ?? error
+    }
 
     /// Maps a D-Bus error: `org.bluez.Error.*` names through ``fromBlueZ(name:message:cause:file:line:)``,
     /// the bus's own errors to the codes that describe them.

@@ -14,23 +14,10 @@ struct SimulatedLifecycleScenarioTests {
 }
 
 /// Two adapters on a fresh simulated radio, the peripheral's removable.
-struct SimulatedLifecycleScenarioBackend: LifecycleScenarioBackend {
+struct SimulatedLifecycleScenarioBackend: LifecycleScenarioBackend, ScenarioBackendWrapper {
     let base = SimulatedScenarioBackend()
 
     var radio: SimulatedRadio { base.radio }
-    var central: Adapter { base.central }
-    var peripheral: Adapter { base.peripheral }
-    var discoveryTimeout: Duration { base.discoveryTimeout }
-    var connectTimeout: Duration { base.connectTimeout }
-    var namesSubscribers: Bool { base.namesSubscribers }
-    var notifiesOneCentral: Bool { base.notifiesOneCentral }
-    var indicatesOneCentral: Bool { base.indicatesOneCentral }
-    var serverPacing: NotificationPacing { base.serverPacing }
-    var reportsDisconnectionReasons: Bool { base.reportsDisconnectionReasons }
-    var bluezVersion: (major: Int, minor: Int)? { base.bluezVersion }
-
-    func pause(_ duration: Duration) async throws { try await base.pause(duration) }
-    func tearDown() async throws { try await base.tearDown() }
 
     func adapters() async throws -> [Adapter] { radio.adapters() }
     func adapterEvents() async throws -> AsyncStream<AdapterEvent> { radio.adapterEvents() }

@@ -24,24 +24,10 @@ extension RealBlueZ {
 
 /// The guest's adapters; taking hci1 away stops `bluetoothd` (which removes every adapter from
 /// D-Bus), bringing it back starts it again.
-struct BlueZLifecycleScenarioBackend: LifecycleScenarioBackend {
+struct BlueZLifecycleScenarioBackend: LifecycleScenarioBackend, ScenarioBackendWrapper {
     let base: BlueZScenarioBackend
 
     init(rig: Rig) { base = BlueZScenarioBackend(rig: rig) }
-
-    var central: Adapter { base.central }
-    var peripheral: Adapter { base.peripheral }
-    var discoveryTimeout: Duration { base.discoveryTimeout }
-    var connectTimeout: Duration { base.connectTimeout }
-    var namesSubscribers: Bool { base.namesSubscribers }
-    var notifiesOneCentral: Bool { base.notifiesOneCentral }
-    var indicatesOneCentral: Bool { base.indicatesOneCentral }
-    var serverPacing: NotificationPacing { base.serverPacing }
-    var reportsDisconnectionReasons: Bool { base.reportsDisconnectionReasons }
-    var bluezVersion: (major: Int, minor: Int)? { base.bluezVersion }
-
-    func pause(_ duration: Duration) async throws { try await base.pause(duration) }
-    func tearDown() async throws { try await base.tearDown() }
 
     func adapters() async throws -> [Adapter] { try await Adapter.all() }
     func adapterEvents() async throws -> AsyncStream<AdapterEvent> { try await Adapter.events() }

@@ -40,6 +40,29 @@ public protocol ScenarioBackend: Sendable {
     var bluezVersion: (major: Int, minor: Int)? { get }
 }
 
+/// A backend that adds to another (the lifecycle backends add adapter removal and link drops):
+/// everything ``ScenarioBackend`` asks for comes from ``base``, so that no version condition or
+/// capability is lost by forgetting to forward it.
+public protocol ScenarioBackendWrapper: ScenarioBackend {
+    associatedtype Base: ScenarioBackend
+    var base: Base { get }
+}
+
+extension ScenarioBackendWrapper {
+    public var central: Adapter { base.central }
+    public var peripheral: Adapter { base.peripheral }
+    public var discoveryTimeout: Duration { base.discoveryTimeout }
+    public var connectTimeout: Duration { base.connectTimeout }
+    public var namesSubscribers: Bool { base.namesSubscribers }
+    public var notifiesOneCentral: Bool { base.notifiesOneCentral }
+    public var indicatesOneCentral: Bool { base.indicatesOneCentral }
+    public var serverPacing: NotificationPacing { base.serverPacing }
+    public var reportsDisconnectionReasons: Bool { base.reportsDisconnectionReasons }
+    public var bluezVersion: (major: Int, minor: Int)? { base.bluezVersion }
+    public func pause(_ duration: Duration) async throws { try await base.pause(duration) }
+    public func tearDown() async throws { try await base.tearDown() }
+}
+
 extension ScenarioBackend {
     /// Backends that say nothing name no subscriber and cannot notify one central.
     public var namesSubscribers: Bool { false }
