@@ -9,9 +9,14 @@ extension BluetoothAddress {
     /// - Parameter bluezPathComponent: The component, with its `dev_` prefix.
     /// - Returns: `nil` if `bluezPathComponent` is not in that form.
     package init?(bluezPathComponent: some StringProtocol) {
-        let utf8 = Array(bluezPathComponent.utf8)
-        guard utf8.starts(with: "dev_".utf8) else { return nil }
-        self.init(utf8: utf8.dropFirst(4), separator: UInt8(ascii: "_"))
+        var component = String(bluezPathComponent)
+        let address = component.withUTF8 { utf8 -> BluetoothAddress? in
+            guard utf8.starts(with: "dev_".utf8) else { return nil }
+            let address = UnsafeBufferPointer(rebasing: utf8.dropFirst(4))
+            return BluetoothAddress(utf8: address, separator: UInt8(ascii: "_"))
+        }
+        guard let address else { return nil }
+        self = address
     }
 
     /// The name BlueZ gives this device's object, such as `dev_00_AA_01_01_00_01`.

@@ -10,11 +10,16 @@ struct BlueZPathComponentTests {
         #expect(address.bluezPathComponent == "dev_00_AA_01_01_00_01")
         #expect(BluetoothAddress(bluezPathComponent: "dev_00_AA_01_01_00_01") == address)
         #expect(BluetoothAddress(bluezPathComponent: "dev_00_aa_01_01_00_01") == address)
+        let path = "/org/bluez/hci0/dev_00_AA_01_01_00_01"
+        #expect(BluetoothAddress(bluezPathComponent: try #require(path.split(separator: "/").last)) == address)
     }
 
     @Test(
         "Components that are not BlueZ device names are rejected",
-        arguments: ["00_AA_01_01_00_01", "dev_00:AA:01:01:00:01", "dev_00_AA_01_01_00", "hci0", "dev_", "service0010"]
+        arguments: [
+            "00_AA_01_01_00_01", "dev_00:AA:01:01:00:01", "dev_00_AA_01_01_00", "hci0", "dev_", "service0010",
+            "dev_00_AA_01_01_00_0G", "dev_00_AA_01_01_00_é", "dev_00_AA_01_01_00_01_",
+        ]
     )
     func malformedPathComponentsAreRejected(component: String) {
         #expect(BluetoothAddress(bluezPathComponent: component) == nil)
