@@ -107,10 +107,10 @@ final class BlueZGATTApplication: GATTServerBackend {
             // NotifyAcquired property at all (src/gatt-database.c, ccc_write_cb).
             acquisition.append(
                 .immediate("AcquireNotify", in: "a{sv}", out: "hq") { call in
-                    let options = try call.argument(0, as: [String: DBusVariant].self)
+                    let options = try GATTRequestOptions(call, argument: 0)
                     // Before 5.69 the one socket serves every subscriber, whoever asked first.
-                    let central = version?.acquiresNotifySocketPerCentral == true ? Self.central(options) : nil
-                    let mtu = Self.mtu(options) ?? 23
+                    let central = version?.acquiresNotifySocketPerCentral == true ? options.central : nil
+                    let mtu = options.mtu ?? 23
                     let descriptor = try notifySockets.acquire(id, central: central, mtu: mtu, events: events)
                     return [.unixFD(descriptor), .uint16(UInt16(clamping: mtu))]
                 })
@@ -185,9 +185,9 @@ final class BlueZGATTApplication: GATTServerBackend {
     /// Answers `ReadValue` of a characteristic or descriptor.
     static func readValue(_ core: GATTServerCore, _ id: AttributeID, _ call: DBusMethodCall) async throws -> [DBusValue]
     {
-        let options = try call.argument(0, as: [String: DBusVariant].self)
+        let options = try GATTRequestOptions(call, argument: 0)
         let result = await Result {
-            try await core.read(id, central: central(options), offset: offset(options), mtu: mtu(options))
+            try await core.read(id, central: options.central, offset: options.offset, mtu: options.mtu)
         }
         return [.bytes(try result.mapError { reply($0) }.get())]
     }
@@ -196,12 +196,12 @@ final class BlueZGATTApplication: GATTServerBackend {
     static func writeValue(_ core: GATTServerCore, _ id: AttributeID, _ call: DBusMethodCall) async throws
         -> [DBusValue]
     {
-        let options = try call.argument(1, as: [String: DBusVariant].self)
+        let options = try GATTRequestOptions(call, argument: 1)
         let value = try call.argument(0, as: [UInt8].self)
         let result = await Result {
             try await core.write(
-                id, value: value, offset: offset(options), kind: kind(options), central: central(options),
-                mtu: mtu(options), prepared: (try? options.decode("prepare-authorize", as: Bool.self)) == true)
+                id, value: value, offset: options.offset, kind: options.writeKind, central: options.central,
+                mtu: options.mtu, prepared: options.prepareAuthorize)
         }
         try result.mapError { reply($0) }.get()
         return []
@@ -218,29 +218,6 @@ final class BlueZGATTApplication: GATTServerBackend {
         default:
             return reply(ATTError.unlikelyError)
         }
-    }
-
-    static func offset(_ options: [String: DBusVariant]) -> Int {
-        Int((try? options.decode("offset", as: UInt16.self)) ?? 0)
-    }
-
-    static func mtu(_ options: [String: DBusVariant]) -> Int? {
-        (try? options.decode("mtu", as: UInt16.self)).flatMap { $0 }.map(Int.init)
-    }
-
-    static func kind(_ options: [String: DBusVariant]) -> WriteRequest.Kind {
-        switch (try? options.decode("type", as: String.self)) ?? nil {
-        case "command": .command
-        case "reliable": .reliable
-        default: .request
-        }
-    }
-
-    static func central(_ options: [String: DBusVariant]) -> Central? {
-        guard let device = (try? options.decode("device", as: DBusObjectPath.self)) ?? nil,
-            let address = BluetoothAddress(bluezPathComponent: device.lastElement)
-        else { return nil }
-        return Central(address: address)
     }
 
     // MARK: Centrals
