@@ -73,6 +73,27 @@ extension Scenario {
                 received.all.count >= count + 4
             }
             #expect(received.all.last == [0xEF])
+
+            // A value that does not fit ends a sequence there: the values before it are written
+            // (the first batch whole, then the part of the next batch before it) and reported,
+            // it and those after it are not.
+            let before = count + 4
+            let misfitAt = Peripheral.writeBatchLength + 6
+            var sequence = (0..<(misfitAt + 30)).map { [0xB0, UInt8($0)] }
+            sequence[misfitAt] = Array(repeating: 0xB1, count: 600)
+            let progress = Recorder<Int>()
+            let misfit = await #expect(throws: BluetoothError.self) {
+                try await peripheral.writeWithoutResponse(sequence, to: sink) { progress.append($0) }
+            }
+            #expect(misfit?.code == .valueTooLong)
+            #expect(progress.all == Array(1...misfitAt))
+            try await backend.eventually("the server to receive the values before the one that does not fit") {
+                received.all.count >= before + misfitAt
+            }
+            let afterMisfit = received.all.dropFirst(before)
+            #expect(
+                afterMisfit.sorted { $0.lexicographicallyPrecedes($1) } == Array(sequence.prefix(misfitAt)),
+                "not exactly the values before the one that does not fit arrived")
         }
     }
 

@@ -100,7 +100,15 @@ package final class AcquiredSocket: Sendable {
         sent.withLock { $0 += 1 }
     }
 
-    /// How many values ``send(_:isolation:)`` has put into the socket: for a simulated peer that
+    /// Sends `values` in order, each as one message, waiting while the socket is full; the caller
+    /// is woken once, when the socket has taken the last of them. See
+    /// ``ChannelCore/send(contentsOf:isolation:)`` for what went out when it throws.
+    package func send(contentsOf values: [[UInt8]], isolation actor: isolated (any Actor)? = #isolation) async throws {
+        try await channel.core.send(contentsOf: values)
+        sent.withLock { $0 += values.count }
+    }
+
+    /// How many values the sends have put into the socket: for a simulated peer that
     /// counts what it has taken out.
     package var sentCount: Int { sent.withLock { $0 } }
 

@@ -330,6 +330,11 @@ public actor Peripheral {
     /// ``write(_:to:type:offset:)``), each value waiting for room in the socket rather than being
     /// dropped, and without leaving the caller's actor unless it has to wait.
     ///
+    /// Through a socket the values go in batches of up to ``writeBatchLength``: the socket's event
+    /// loop puts a batch's values into the socket as it makes room, and wakes the caller once per
+    /// batch rather than once per value. `progress` is called for a batch's values once the socket
+    /// has taken the whole batch.
+    ///
     /// - Parameters:
     ///   - values: The values, each at most the socket's MTU less 3 bytes (see
     ///     ``maximumWriteLength(for:type:)``).
@@ -338,8 +343,8 @@ public actor Peripheral {
     /// - Returns: How many values were written.
     /// - Throws: ``BluetoothError/Code/valueTooLong`` at the first value that is too long (the
     ///   values before it are written); ``BluetoothError/Code/disconnected`` when the link or the
-    ///   socket ends; `CancellationError` when the task is cancelled (a value waiting for room is
-    ///   then not written).
+    ///   socket ends; `CancellationError` when the task is cancelled (the values of the batch that
+    ///   are still waiting for room are then not written).
     ///
     /// The corresponding BlueZ method is `org.bluez.GattCharacteristic1.AcquireWrite`, or
     /// `WriteValue` with `type: command` where BlueZ refuses the socket.
@@ -351,18 +356,36 @@ public actor Peripheral {
         let characteristic = try await self.characteristic(identifier)
         var written = 0
         if let socket = try await backend.writeSocket(for: characteristic) {
-            for value in values {
-                try Task.checkCancellation()
-                if !socket.isOpen {
-                    throw BluetoothError(
-                        .disconnected,
-                        message: "the write socket of \(characteristic.uuid) closed after \(written) values")
+            var batch: [[UInt8]] = []
+            batch.reserveCapacity(Self.writeBatchLength)
+            var iterator = values.makeIterator()
+            while true {
+                var misfit: BluetoothError?
+                batch.removeAll(keepingCapacity: true)
+                while batch.count < Self.writeBatchLength, let value = iterator.next() {
+                    guard value.count <= socket.maximumValueLength, !value.isEmpty else {
+                        misfit = Self.misfit(value, socket, characteristic)
+                        break
+                    }
+                    batch.append(value)
                 }
-                try await Self.send(value, into: socket, of: characteristic)
-                written += 1
-                progress(written)
+                if !batch.isEmpty {
+                    try Task.checkCancellation()
+                    if !socket.isOpen {
+                        throw BluetoothError(
+                            .disconnected,
+                            message: "the write socket of \(characteristic.uuid) closed after \(written) values")
+                    }
+                    try await Self.send(batch, into: socket, of: characteristic)
+                    for _ in batch {
+                        written += 1
+                        progress(written)
+                    }
+                }
+                // The values before one that does not fit are written; it and those after it are not.
+                if let misfit { throw misfit }
+                if batch.count < Self.writeBatchLength { return written }
             }
-            return written
         }
         for value in values {
             try await write(value, to: identifier, type: .withoutResponse)
@@ -372,22 +395,49 @@ public actor Peripheral {
         return written
     }
 
+    /// The most values ``writeWithoutResponse(_:to:progress:)`` hands a characteristic's socket at
+    /// once.
+    public static let writeBatchLength = 64
+
     private static func send(
         _ value: [UInt8], into socket: AcquiredSocket, of characteristic: GATTCharacteristic,
         isolation: isolated (any Actor)? = #isolation
     ) async throws {
         guard value.count <= socket.maximumValueLength, !value.isEmpty else {
-            throw BluetoothError(
-                value.isEmpty ? .invalidArguments : .valueTooLong,
-                message: "\(value.count) bytes do not fit a write without response of \(characteristic.uuid): "
-                    + "its socket's ATT MTU of \(socket.attMTU) allows 1 to \(socket.maximumValueLength) bytes")
+            throw misfit(value, socket, characteristic)
         }
         do {
             try await socket.send(value, isolation: isolation)
         } catch let error as BluetoothError where error.code == .notConnected || error.code == .disconnected {
-            throw BluetoothError(
-                .disconnected, message: "the write socket of \(characteristic.uuid) was closed", cause: error)
+            throw closed(socket: characteristic, cause: error)
         }
+    }
+
+    /// Sends values whose lengths fit the socket, as one batch.
+    private static func send(
+        _ values: [[UInt8]], into socket: AcquiredSocket, of characteristic: GATTCharacteristic,
+        isolation: isolated (any Actor)? = #isolation
+    ) async throws {
+        do {
+            try await socket.send(contentsOf: values, isolation: isolation)
+        } catch let error as BluetoothError where error.code == .notConnected || error.code == .disconnected {
+            throw closed(socket: characteristic, cause: error)
+        }
+    }
+
+    /// The error for a value that does not fit a write without response through `socket`.
+    private static func misfit(
+        _ value: [UInt8], _ socket: AcquiredSocket, _ characteristic: GATTCharacteristic
+    ) -> BluetoothError {
+        BluetoothError(
+            value.isEmpty ? .invalidArguments : .valueTooLong,
+            message: "\(value.count) bytes do not fit a write without response of \(characteristic.uuid): "
+                + "its socket's ATT MTU of \(socket.attMTU) allows 1 to \(socket.maximumValueLength) bytes")
+    }
+
+    /// The error for a write into `characteristic`'s socket that closed under it.
+    private static func closed(socket characteristic: GATTCharacteristic, cause: BluetoothError) -> BluetoothError {
+        BluetoothError(.disconnected, message: "the write socket of \(characteristic.uuid) was closed", cause: cause)
     }
 
     /// Reads a descriptor's value.

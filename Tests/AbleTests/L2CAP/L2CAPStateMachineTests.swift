@@ -259,6 +259,39 @@ struct L2CAPSendStateMachineTests {
         #expect(machine.nextPacket == [3])
     }
 
+    @Test("A batch queues as one send: its waiter comes with its last packet, and it cancels whole")
+    func batches() {
+        var machine = Machine()
+        _ = machine.enqueue(id: 1, packets: [[1], [2], [3]], from: 1, waiter: "batch", tryFirst: false)
+        _ = machine.enqueue(id: 2, packet: [4], waiter: "after", tryFirst: false)
+        #expect(machine.pendingCount == 3)
+        #expect(machine.waitCount == 2)
+        #expect(machine.nextPacket == [2])
+        let beforeItsLast = machine.removeNext()
+        #expect(beforeItsLast == nil)
+        #expect(machine.nextPacket == [3])
+        let atItsLast = machine.removeNext()
+        #expect(atItsLast == "batch")
+        #expect(machine.nextPacket == [4])
+
+        _ = machine.enqueue(id: 3, packets: [[5], [6]], from: 0, waiter: "cancelled", tryFirst: false)
+        let cancelled = machine.cancel(id: 3)
+        #expect(cancelled == "cancelled")
+        #expect(machine.pendingCount == 1)
+    }
+
+    @Test("A packet the socket refuses ends its whole send, and only it")
+    func refusalEndsTheWholeSend() {
+        var machine = Machine()
+        _ = machine.enqueue(id: 1, packets: [[1], [2], [3]], from: 0, waiter: "batch", tryFirst: false)
+        _ = machine.enqueue(id: 2, packet: [4], waiter: "after", tryFirst: false)
+        let refused = machine.removeNextSend()
+        #expect(refused == "batch")
+        #expect(machine.nextPacket == [4])
+        let failed = machine.fail(BluetoothError(.disconnected, message: "gone"))
+        #expect(failed == ["after"])
+    }
+
     @Test("A failure fails the waiting sends and every later one")
     func failure() {
         var machine = Machine()

@@ -240,6 +240,23 @@ package final class ChannelCore: @unchecked Sendable {
 
     /// Sends one SDU, waiting while the socket is full.
     func send(_ packet: [UInt8], isolation actor: isolated (any Actor)? = #isolation) async throws {
+        try check(packet)
+        try await send(checked: CollectionOfOne(packet), isolation: actor)
+    }
+
+    /// Sends `packets` in order, each as one SDU, waiting while the socket is full; the caller is
+    /// resumed once, when the socket has taken the last of them, not once per packet.
+    ///
+    /// If it throws, the packets before the one that failed (or the first still queued when the
+    /// task was cancelled) went into the socket, and none after it.
+    func send(contentsOf packets: [[UInt8]], isolation actor: isolated (any Actor)? = #isolation) async throws {
+        for packet in packets { try check(packet) }
+        guard !packets.isEmpty else { return }
+        try await send(checked: packets, isolation: actor)
+    }
+
+    /// Throws if `packet` can never be sent on this channel.
+    private func check(_ packet: [UInt8]) throws {
         guard !packet.isEmpty else {
             throw BluetoothError(
                 .invalidArguments,
@@ -249,71 +266,111 @@ package final class ChannelCore: @unchecked Sendable {
             throw BluetoothError(
                 .valueTooLong, message: "an SDU of \(packet.count) bytes is over the send MTU of \(sendMTU)")
         }
-        enum Start {
-            case done
-            case failed(BluetoothError)
-            /// Wait under this id; `socketFull` if the socket just said `EAGAIN` (rather than
-            /// others being queued), so there is no point in trying it again before queueing.
-            case wait(UInt64, socketFull: Bool)
+    }
+
+    private enum SendStart {
+        case done
+        case failed(BluetoothError)
+        /// Wait under this id, with the packets from `offset` on; `socketFull` if the socket just
+        /// said `EAGAIN` (rather than others being queued), so there is no point in trying it
+        /// again before queueing.
+        case wait(UInt64, from: Int, socketFull: Bool)
+    }
+
+    private enum EnqueueOutcome {
+        case queued
+        case sent
+        case failed(any Error)
+    }
+
+    private enum SendProgress {
+        /// The socket took them all.
+        case sent
+        /// The socket is full with these left, the first at this index.
+        case wouldBlock(from: Int)
+        case failed(BluetoothError)
+    }
+
+    /// Puts `packets[start...]` into the socket while it takes them; on the sending lock.
+    private func sendWhileRoom(
+        _ packets: some RandomAccessCollection<[UInt8]> & Sendable, from start: Int,
+        _ machine: inout SendStateMachine<SendWaiter>
+    ) -> SendProgress {
+        var offset = start
+        while offset < packets.count {
+            switch attemptSend(packets[packets.index(packets.startIndex, offsetBy: offset)]) {
+            case .sent: offset += 1
+            case .wouldBlock: return .wouldBlock(from: offset)
+            case .rejected(let error): return .failed(error)
+            case .fatal(let error):
+                _ = machine.fail(error)
+                return .failed(error)
+            }
         }
-        let start = sending.withLock { machine -> Start in
+        return .sent
+    }
+
+    private func send(
+        checked packets: some RandomAccessCollection<[UInt8]> & Sendable, isolation actor: isolated (any Actor)?
+    ) async throws {
+        let start = sending.withLock { machine -> SendStart in
             switch machine.start() {
             case .fail(let error): return .failed(error)
-            case .wait(let id): return .wait(id, socketFull: false)
+            case .wait(let id): return .wait(id, from: 0, socketFull: false)
             case .sendNow:
-                switch attemptSend(packet) {
+                switch sendWhileRoom(packets, from: 0, &machine) {
                 case .sent: return .done
-                case .wouldBlock: return .wait(machine.makeID(), socketFull: true)
-                case .rejected(let error): return .failed(error)
-                case .fatal(let error):
-                    _ = machine.fail(error)
-                    return .failed(error)
+                case .wouldBlock(let offset): return .wait(machine.makeID(), from: offset, socketFull: true)
+                case .failed(let error): return .failed(error)
                 }
             }
         }
         let id: UInt64
+        let offset: Int
         let socketFull: Bool
         switch start {
         case .done: return
         case .failed(let error): throw error
-        case .wait(let waitID, let full): (id, socketFull) = (waitID, full)
+        case .wait(let waitID, let from, let full): (id, offset, socketFull) = (waitID, from, full)
         }
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation(isolation: actor) { (continuation: SendWaiter) in
-                enqueue(id: id, packet: packet, continuation: continuation, tryFirst: !socketFull)
+                enqueue(id: id, packets: packets, from: offset, continuation: continuation, tryFirst: !socketFull)
             }
         } onCancel: {
-            // A send still queued has not reached the socket at all: drop it whole.
+            // A send's packets still queued have not reached the socket at all: drop them whole.
             sending.withLock { $0.cancel(id: id) }?.resume(throwing: CancellationError())
         }
     }
 
-    /// Queues a send; with `tryFirst`, first tries the socket if the queue has emptied meanwhile.
-    private func enqueue(id: UInt64, packet: [UInt8], continuation: SendWaiter, tryFirst: Bool) {
-        enum Outcome {
-            case queued
-            case sent
-            case failed(any Error)
-        }
-        let outcome = sending.withLock { machine -> Outcome in
+    /// Queues a send's packets from `offset` on; with `tryFirst`, first tries the socket if the
+    /// queue has emptied meanwhile.
+    private func enqueue(
+        id: UInt64, packets: some RandomAccessCollection<[UInt8]> & Sendable, from offset: Int,
+        continuation: SendWaiter,
+        tryFirst: Bool
+    ) {
+        let outcome = sending.withLock { machine -> EnqueueOutcome in
             // A cancellation that came before the send was queued found nothing to cancel.
             guard !Task.isCancelled else { return .failed(CancellationError()) }
             var tryFirst = tryFirst
+            var offset = offset
             while true {
-                switch machine.enqueue(id: id, packet: packet, waiter: continuation, tryFirst: tryFirst) {
+                let action = machine.enqueue(
+                    id: id, packets: packets, from: offset, waiter: continuation, tryFirst: tryFirst)
+                switch action {
                 case .fail(let error):
                     return .failed(error)
                 case .queued(let resumeWriter):
                     if resumeWriter { watch.set(.write, true) }
                     return .queued
                 case .sendNow:
-                    switch attemptSend(packet) {
+                    switch sendWhileRoom(packets, from: offset, &machine) {
                     case .sent: return .sent
-                    case .wouldBlock: tryFirst = false
-                    case .rejected(let error): return .failed(error)
-                    case .fatal(let error):
-                        _ = machine.fail(error)
-                        return .failed(error)
+                    case .wouldBlock(let left):
+                        offset = left
+                        tryFirst = false
+                    case .failed(let error): return .failed(error)
                     }
                 }
             }
@@ -339,7 +396,7 @@ package final class ChannelCore: @unchecked Sendable {
                 case .wouldBlock:
                     return
                 case .rejected(let error):
-                    if let waiter = machine.removeNext() { resumptions.append((waiter, error)) }
+                    if let waiter = machine.removeNextSend() { resumptions.append((waiter, error)) }
                 case .fatal(let error):
                     resumptions += machine.fail(error).map { ($0, error) }
                 }

@@ -43,6 +43,22 @@ struct RingBuffer<Element> {
         return removed
     }
 
+    /// Removes every element that matches, keeping the order of the others; returns them, oldest
+    /// first.
+    mutating func removeAll(where matches: (Element) -> Bool) -> [Element] {
+        var kept = RingBuffer()
+        var removed: [Element] = []
+        while let element = popFirst() {
+            if matches(element) {
+                removed.append(element)
+            } else {
+                kept.append(element)
+            }
+        }
+        self = kept
+        return removed
+    }
+
     /// Removes and returns all elements, oldest first.
     mutating func removeAll() -> [Element] {
         var all: [Element] = []

@@ -5,12 +5,17 @@
 /// socket full (`EAGAIN`) or others waiting joins the queue, which the write source drains in
 /// order when the socket becomes writable. So sends are never reordered, and nothing is dropped.
 ///
+/// A send may carry several packets (a batch): they queue one after another under the send's id,
+/// and only the last carries the waiter, so the sender is woken once, when the socket has taken
+/// them all, rather than once per packet.
+///
 /// `Waiter` is what a suspended sender waits with (a continuation; a plain value in tests).
 struct SendStateMachine<Waiter> {
     struct Pending {
         var id: UInt64
         var packet: [UInt8]
-        var waiter: Waiter
+        /// Set on a send's last packet only.
+        var waiter: Waiter?
     }
 
     private var pending = RingBuffer<Pending>()
@@ -64,9 +69,21 @@ struct SendStateMachine<Waiter> {
     /// A send that has to wait offers its packet; `tryFirst` lets it try the socket itself if the
     /// queue has emptied since it started.
     mutating func enqueue(id: UInt64, packet: [UInt8], waiter: Waiter, tryFirst: Bool) -> EnqueueAction {
+        enqueue(id: id, packets: CollectionOfOne(packet), from: 0, waiter: waiter, tryFirst: tryFirst)
+    }
+
+    /// A send of several packets that has to wait offers those the socket has not taken yet, from
+    /// `offset` on (at least one), in order; `waiter` is resumed once they have all gone.
+    mutating func enqueue(
+        id: UInt64, packets: some RandomAccessCollection<[UInt8]> & Sendable, from offset: Int, waiter: Waiter,
+        tryFirst: Bool
+    ) -> EnqueueAction {
         if let failure { return .fail(failure) }
         if tryFirst && pending.isEmpty { return .sendNow }
-        pending.append(Pending(id: id, packet: packet, waiter: waiter))
+        let last = packets.count - 1
+        for (index, packet) in packets.enumerated() where index >= offset {
+            pending.append(Pending(id: id, packet: packet, waiter: index == last ? waiter : nil))
+        }
         waitCount += 1
         guard isWriterPaused else { return .queued(resumeWriter: false) }
         isWriterPaused = false
@@ -76,9 +93,16 @@ struct SendStateMachine<Waiter> {
     /// The packet the write source should send next.
     var nextPacket: [UInt8]? { pending.first?.packet }
 
-    /// The socket took the packet from ``nextPacket`` (or refused just that one): its waiter.
+    /// The socket took the packet from ``nextPacket``: its send's waiter if it was that send's last.
     mutating func removeNext() -> Waiter? {
         pending.popFirst()?.waiter
+    }
+
+    /// The socket refused the packet from ``nextPacket`` (that packet only): its send ends, with the
+    /// packets of it still queued. Returns the send's waiter.
+    mutating func removeNextSend() -> Waiter? {
+        guard let id = pending.first?.id else { return nil }
+        return cancel(id: id)
     }
 
     /// The write source found the queue empty: whether to pause it.
@@ -88,9 +112,10 @@ struct SendStateMachine<Waiter> {
         return true
     }
 
-    /// A waiting send was cancelled: its waiter, if it had not been sent yet.
+    /// A waiting send was cancelled: its waiter, if the socket had not taken all of it yet. Its
+    /// packets still queued are dropped; those the socket took are gone.
     mutating func cancel(id: UInt64) -> Waiter? {
-        pending.removeFirst { $0.id == id }?.waiter
+        pending.removeAll { $0.id == id }.last?.waiter
     }
 
     /// Sending ends with `error` (the first error is kept if sending had already ended).
@@ -98,6 +123,6 @@ struct SendStateMachine<Waiter> {
     /// - Returns: The waiting senders, to resume with ``failure``.
     mutating func fail(_ error: BluetoothError) -> [Waiter] {
         if failure == nil { failure = error }
-        return pending.removeAll().map(\.waiter)
+        return pending.removeAll().compactMap(\.waiter)
     }
 }
