@@ -2,6 +2,7 @@ import Able
 import AbleBlueZ
 import AbleDBus
 import AbleStreams
+import Synchronization
 
 /// What `Benchmarks/C/fake-bluez.c` exports: an adapter, a connected peripheral, one of its
 /// services and a characteristic that notifies (the names are in `bench-common.h`).
@@ -30,20 +31,61 @@ nonisolated func receiveNotifications(_ stream: NotificationStream, count: Int, 
     try await receiveNumbered(stream, count: count, progress: progress, sequenceNumber: FakeBlueZShape.sequenceNumber)
 }
 
+/// The user's handler (`NotificationStream.forEach(_:)`), which Able calls on its event loop with
+/// each value, checking their sequence numbers until `count` have been expected; then the task
+/// that runs it is cancelled, which ends the stream.
+nonisolated func receiveNotificationsInHandler(_ stream: NotificationStream, count: Int, progress: Progress)
+    async throws -> SequenceCheck
+{
+    let check = Lock(SequenceCheck())
+    let reached = AsyncStream<Void>.makeStream()
+    let consumer = Task {
+        try await stream.forEach { value in
+            let done = check.withLock { check -> Bool in
+                // A value of the wrong length counts as lost: the check below then fails the run.
+                guard let sequence = try? FakeBlueZShape.sequenceNumber(of: value) else {
+                    check.lost += 1
+                    return true
+                }
+                check.note(sequence)
+                progress.received.store(check.received, ordering: .relaxed)
+                return check.expected >= count
+            }
+            if done { reached.continuation.finish() }
+        }
+    }
+    // Also ends when this task is cancelled (the watchdog's doing).
+    for await _ in reached.stream {}
+    consumer.cancel()
+    try await consumer.value
+    return check.withLock { $0 }
+}
+
+/// Where `central-notifications` and `central-notify-socket` take the values.
+enum NotificationConsumer {
+    /// A `for try await` loop in a task on the global executor: what a `nonisolated` async
+    /// function of the user's gets.
+    case task
+    /// The same loop in a task that prefers the event loop the values come from, so that a value
+    /// wakes no other thread (not offered by the public API; for information).
+    case taskOnLoop
+    /// `NotificationStream.forEach(_:)`: the user's handler on Able's event loop, no task per value.
+    case handler
+}
+
 /// `central-notifications`: through Able's public API on the fake BlueZ, gets the adapter and the
 /// peripheral, connects, and takes `count` values from `notifications(of:)` (whose `StartNotify`
 /// makes the fake emit them), checking their sequence numbers. Gives up after 5 s without a value
 /// (30 s before the first). The CPU time counts from just before subscribing.
 ///
-/// With `onLoop`, the loop runs in a task that prefers the D-Bus connection's executor (its event
-/// loop), so that a notification wakes no other thread: what the figure would be if the user's
-/// code ran on the loop (which Able's public API does not offer; for information).
+/// `consumer` says where the values are taken (see ``NotificationConsumer``).
 ///
 /// With `delivery: .socket` it is `central-notify-socket`: the values come through the
 /// characteristic's own socket, which the fake answers `AcquireNotify` with and then writes them
 /// into (what `socket-client.c … notify` does with `read(2)`).
 func runCentralNotifications(
-    address: String, count: Int, delivery: NotificationDelivery = .propertiesChanged, onLoop: Bool = false
+    address: String, count: Int, delivery: NotificationDelivery = .propertiesChanged,
+    consumer: NotificationConsumer = .task
 ) async throws -> Measurement {
     let connection = try await DBusConnection.connect(to: .address(address))
     let adapter = try await Adapter.bluez(named: FakeBlueZShape.adapter, on: connection)
@@ -54,11 +96,15 @@ func runCentralNotifications(
     let stream = try await peripheral.notifications(of: FakeBlueZShape.characteristicID, delivery: delivery)
     let loop: any TaskExecutor = delivery == .socket ? EventLoop.sockets : connection.executor
     let receiving =
-        onLoop
-        ? Task.detached(executorPreference: loop) {
-            try await receiveNotifications(stream, count: count, progress: progress)
+        switch consumer {
+        case .task: Task.detached { try await receiveNotifications(stream, count: count, progress: progress) }
+        case .taskOnLoop:
+            Task.detached(executorPreference: loop) {
+                try await receiveNotifications(stream, count: count, progress: progress)
+            }
+        case .handler:
+            Task.detached { try await receiveNotificationsInHandler(stream, count: count, progress: progress) }
         }
-        : Task.detached { try await receiveNotifications(stream, count: count, progress: progress) }
     let watchdog = startWatchdog(cancelling: receiving, progress: progress)
     let check = try await receiving.value
     let end = Mark.now()

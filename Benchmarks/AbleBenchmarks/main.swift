@@ -40,13 +40,20 @@ let commands: [Command] = [
         try await runCentralNotifications(address: a[0], count: integer(a[1]))
     },
     Command(name: "central-notifications-on-loop", arguments: ["ADDRESS", "N"]) { a in
-        try await runCentralNotifications(address: a[0], count: integer(a[1]), onLoop: true)
+        try await runCentralNotifications(address: a[0], count: integer(a[1]), consumer: .taskOnLoop)
+    },
+    Command(name: "central-notifications-handler", arguments: ["ADDRESS", "N"]) { a in
+        try await runCentralNotifications(address: a[0], count: integer(a[1]), consumer: .handler)
     },
     Command(name: "central-notify-socket", arguments: ["ADDRESS", "N"]) { a in
         try await runCentralNotifications(address: a[0], count: integer(a[1]), delivery: .socket)
     },
     Command(name: "central-notify-socket-on-loop", arguments: ["ADDRESS", "N"]) { a in
-        try await runCentralNotifications(address: a[0], count: integer(a[1]), delivery: .socket, onLoop: true)
+        try await runCentralNotifications(
+            address: a[0], count: integer(a[1]), delivery: .socket, consumer: .taskOnLoop)
+    },
+    Command(name: "central-notify-socket-handler", arguments: ["ADDRESS", "N"]) { a in
+        try await runCentralNotifications(address: a[0], count: integer(a[1]), delivery: .socket, consumer: .handler)
     },
     Command(name: "central-write-socket", arguments: ["ADDRESS", "N", "single|sequence"]) { a in
         guard let style = SocketWriteStyle(rawValue: a[2]) else {

@@ -55,8 +55,23 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
         case nil: break
         case .now(let waiter): waiter.resume()
         case .atEndOfBatch: batch?.defer(self)
+        case .deliver(let handler): deliver(element, to: handler)
         }
         return result
+    }
+
+    /// Calls `handler` with `element`, then with the values other producers yielded meanwhile.
+    private func deliver(_ element: Element, to handler: Machine.Handler) {
+        handler(element)
+        while true {
+            switch state.withLock({ $0.nextToDeliver() }) {
+            case .element(let next): handler(next)
+            case .done: return
+            case .ended(let waiter):
+                waiter?.resume()
+                return
+            }
+        }
     }
 
     /// Ends the stream: values already buffered are still delivered, then `error` (if any) is
@@ -89,6 +104,9 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
     /// ``nextHeld(isolation:)`` and still holds it: a driver of virtual time lets the consumer deal
     /// with it before it moves time on.
     package var hasPendingHandOff: Bool { state.withLock { $0.hasPendingHandOff } }
+
+    /// Whether a consumer installed a handler with ``forEach(isolation:_:)``.
+    package var isHandlerInstalled: Bool { state.withLock { $0.isHandlerInstalled } }
 
     /// Whether the consumer is suspended, waiting for a value.
     package var isConsumerWaiting: Bool { state.withLock { $0.isConsumerWaiting } }
@@ -158,6 +176,36 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
                 }
             }
         }
+    }
+
+    /// Calls `body` with every value, in order and one call at a time, until the stream ends:
+    /// first, on the calling thread, the values buffered before; then each value on the thread
+    /// that yields it, from inside ``yield(_:)``, without buffering it (a value yielded while
+    /// another thread is in `body` waits in the buffer, and that thread delivers it next).
+    ///
+    /// Returns when the stream has ended (also by the cancellation of the calling task) and no
+    /// call of `body` is under way; throws the error the producer finished it with. A buffer
+    /// takes either this consumer or iterators, not both.
+    package func forEach(
+        isolation actor: isolated (any Actor)? = #isolation, _ body: @escaping @Sendable (Element) -> Void
+    ) async throws {
+        if Task.isCancelled { cancel() }
+        install: while true {
+            switch state.withLock({ $0.installHandler(body) }) {
+            case .element(let element): body(element)
+            case .installed: break install
+            case .end(nil): return
+            case .end(let error?): throw error
+            }
+        }
+        await withTaskCancellationHandler {
+            await withUnsafeContinuation(isolation: actor) { (continuation: UnsafeContinuation<Void, Never>) in
+                if case .resumeNow = state.withLock({ $0.waitForEnd(continuation) }) { continuation.resume() }
+            }
+        } onCancel: {
+            cancel()
+        }
+        if let error = state.withLock({ $0.takeEndError() }) { throw error }
     }
 
     private func cancel() {

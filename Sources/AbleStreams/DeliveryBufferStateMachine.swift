@@ -10,6 +10,11 @@
 /// When the buffer holds `limit` values, ``Policy`` decides what a new one does; either way the
 /// drop is counted and nothing is reordered. Values yielded during a batch (see ``yield(_:inBatch:)``)
 /// wake a waiting consumer once, when the batch ends, rather than once each.
+///
+/// A consumer may instead install a handler (``installHandler(_:)``): each yield then hands its
+/// value to the handler on the producer's thread, one call at a time and in order. A value
+/// yielded while another thread is in the handler waits in the buffer, and that thread delivers
+/// it before it leaves (``nextToDeliver()``).
 package struct DeliveryBufferStateMachine<Element, Waiter> {
     /// What a full buffer does with a new value.
     package enum Policy: Sendable {
@@ -53,6 +58,16 @@ package struct DeliveryBufferStateMachine<Element, Waiter> {
     private var end: End?
     private var onTermination: TerminationHandler?
 
+    /// What the consumer that installed a handler is called with.
+    package typealias Handler = @Sendable (Element) -> Void
+
+    /// The consumer's handler, once it installed one.
+    private var handler: Handler?
+    /// Whether a producer's thread is in the handler.
+    private var isDelivering = false
+    /// The consumer that installed the handler, waiting for the end.
+    private var endWaiter: Waiter?
+
     /// The most values the buffer holds.
     package let limit: Int
     /// What a full buffer does with a new value.
@@ -85,6 +100,9 @@ package struct DeliveryBufferStateMachine<Element, Waiter> {
     /// Whether a consumer is suspended, waiting for a value.
     package var isConsumerWaiting: Bool { waiter != nil }
 
+    /// Whether a consumer installed a handler (``installHandler(_:)``).
+    package var isHandlerInstalled: Bool { handler != nil }
+
     /// Whether the buffer has ended (its values may still wait for the consumer).
     package var isEnded: Bool { end != nil }
 
@@ -96,6 +114,9 @@ package struct DeliveryBufferStateMachine<Element, Waiter> {
         case now(Waiter)
         /// Call ``endBatch()`` when the current batch ends, and resume the waiter it returns.
         case atEndOfBatch
+        /// Call the handler with the value (which the buffer did not keep), then with each value
+        /// ``nextToDeliver()`` returns until it returns none.
+        case deliver(Handler)
     }
 
     /// A producer adds a value.
@@ -108,6 +129,10 @@ package struct DeliveryBufferStateMachine<Element, Waiter> {
     @inline(__always)
     package mutating func yield(_ element: Element, inBatch: Bool) -> (YieldResult, Wake?) {
         guard end == nil else { return (.terminated, nil) }
+        if let handler, !isDelivering {
+            isDelivering = true
+            return (.enqueued, .deliver(handler))
+        }
         var result = YieldResult.enqueued
         if bufferedCount >= limit {
             droppedCount += 1
@@ -118,7 +143,7 @@ package struct DeliveryBufferStateMachine<Element, Waiter> {
             }
         }
         elements.append(element)
-        guard waiter != nil else { return (result, nil) }
+        guard waiter != nil, handler == nil else { return (result, nil) }
         guard !inBatch else {
             guard !isWakeDeferred else { return (result, nil) }
             isWakeDeferred = true
@@ -133,6 +158,61 @@ package struct DeliveryBufferStateMachine<Element, Waiter> {
     package mutating func endBatch() -> Waiter? {
         guard isWakeDeferred else { return nil }
         return takeWaiter()
+    }
+
+    /// What a producer that delivered a value to the handler does next.
+    package enum DeliveryAction {
+        /// Call the handler with this value too.
+        case element(Element)
+        /// Nothing: the producer leaves the handler to the next yield.
+        case done
+        /// The buffer ended meanwhile: resume this waiter (the consumer waiting for the end).
+        case ended(Waiter?)
+    }
+
+    /// A producer returned from the handler: the value that waited meanwhile, if one did.
+    package mutating func nextToDeliver() -> DeliveryAction {
+        if bufferedCount > 0 { return .element(removeFirst()) }
+        isDelivering = false
+        guard end != nil else { return .done }
+        defer { endWaiter = nil }
+        return .ended(endWaiter)
+    }
+
+    /// What installing a handler asks of the consumer.
+    package enum InstallAction {
+        /// A value that was buffered before: call the handler with it on this thread, and install
+        /// again.
+        case element(Element)
+        /// Installed: from now on yields call the handler.
+        case installed
+        /// The buffer ended and is empty: return, or throw the error.
+        case end((any Error)?)
+    }
+
+    /// The consumer installs `handler`, once the values buffered before are taken.
+    package mutating func installHandler(_ handler: @escaping Handler) -> InstallAction {
+        switch next() {
+        case .element(let element): return .element(element)
+        case .end(let error): return .end(error)
+        case .wait:
+            self.handler = handler
+            return .installed
+        }
+    }
+
+    /// The consumer that installed the handler waits for the end with `waiter`.
+    package mutating func waitForEnd(_ waiter: Waiter) -> WaitAction {
+        guard end == nil || isDelivering else { return .resumeNow }
+        endWaiter = waiter
+        return .suspended
+    }
+
+    /// The error the buffer ended with, if the consumer has not seen it yet (once).
+    package mutating func takeEndError() -> (any Error)? {
+        guard case .failed(let error) = end else { return nil }
+        end = .finished
+        return error
     }
 
     /// What ending the buffer asks of the caller.
@@ -154,6 +234,11 @@ package struct DeliveryBufferStateMachine<Element, Waiter> {
         if let waiter {
             waiters.insert(waiter, at: 0)
             self.waiter = nil
+        }
+        // A producer in the handler resumes the consumer waiting for the end when it leaves.
+        if let endWaiter, !isDelivering {
+            waiters.append(endWaiter)
+            self.endWaiter = nil
         }
         isWakeDeferred = false
         defer { onTermination = nil }
@@ -267,4 +352,13 @@ package struct DeliveryBufferStateMachine<Element, Waiter> {
 
 extension DeliveryBufferStateMachine: Sendable where Element: Sendable, Waiter: Sendable {}
 
-extension DeliveryBufferStateMachine.Wake: Equatable where Waiter: Equatable {}
+extension DeliveryBufferStateMachine.Wake: Equatable where Waiter: Equatable {
+    /// Handlers are functions, which cannot be compared: two ``deliver(_:)`` are equal.
+    package static func == (lhs: Self, rhs: Self) -> Bool {
+        switch (lhs, rhs) {
+        case (.now(let a), .now(let b)): a == b
+        case (.atEndOfBatch, .atEndOfBatch), (.deliver, .deliver): true
+        default: false
+        }
+    }
+}

@@ -349,6 +349,89 @@ struct DeliveryBufferStateMachineTests {
     }
 }
 
+// MARK: - A handler instead of iteration
+
+extension DeliveryBufferStateMachineTests {
+    @Test("Installing a handler hands out the values buffered before, then installs it")
+    func installingTakesTheBufferedValuesFirst() {
+        var machine = Machine(limit: 10, policy: .dropNewest)
+        _ = machine.yield(1, inBatch: false)
+        _ = machine.yield(2, inBatch: false)
+        var taken: [Int] = []
+        while case .element(let value) = machine.installHandler({ _ in }) { taken.append(value) }
+        #expect(taken == [1, 2])
+        // From now on a yield hands its value to the handler instead of the buffer, batch or not.
+        let (result, wake) = machine.yield(3, inBatch: true)
+        #expect(result == .enqueued)
+        #expect(wake == .deliver({ _ in }))
+        #expect(machine.bufferedCount == 0)
+    }
+
+    @Test("A value yielded while a producer is in the handler waits, and that producer delivers it")
+    func aYieldDuringADeliveryWaits() {
+        var machine = Machine(limit: 10, policy: .dropNewest)
+        guard case .installed = machine.installHandler({ _ in }) else {
+            Issue.record("an empty buffer did not install the handler")
+            return
+        }
+        #expect(machine.yield(1, inBatch: false).1 == .deliver({ _ in }))
+        // Another thread yields while the first is in the handler.
+        #expect(machine.yield(2, inBatch: false) == (.enqueued, nil))
+        #expect(machine.yield(3, inBatch: false) == (.enqueued, nil))
+        guard case .element(2) = machine.nextToDeliver(), case .element(3) = machine.nextToDeliver(),
+            case .done = machine.nextToDeliver()
+        else {
+            Issue.record("the waiting values were not delivered in order")
+            return
+        }
+        // Idle again: the next yield delivers itself.
+        #expect(machine.yield(4, inBatch: false).1 == .deliver({ _ in }))
+    }
+
+    @Test("While a producer is in the handler, the end waits for it to leave; the error is taken once")
+    func theEndWaitsForTheDelivery() {
+        var machine = Machine(limit: 10, policy: .dropNewest)
+        _ = machine.installHandler { _ in }
+        #expect(machine.waitForEnd("consumer") == .suspended)
+        _ = machine.yield(1, inBatch: false)
+        _ = machine.yield(2, inBatch: false)
+        guard case .end(let resumed, _) = machine.finish(throwing: Gone()) else {
+            Issue.record("the finish did nothing")
+            return
+        }
+        #expect(resumed.isEmpty)
+        #expect(machine.yield(3, inBatch: false) == (.terminated, nil))
+        guard case .element(2) = machine.nextToDeliver(), case .ended("consumer") = machine.nextToDeliver() else {
+            Issue.record("the delivery did not end by resuming the consumer")
+            return
+        }
+        #expect(machine.takeEndError() is Gone)
+        #expect(machine.takeEndError() == nil)
+    }
+
+    @Test("With no producer in the handler, the end resumes the consumer at once, or finds it later")
+    func theEndWithNoDelivery() {
+        var machine = Machine(limit: 10, policy: .dropNewest)
+        _ = machine.installHandler { _ in }
+        #expect(machine.waitForEnd("consumer") == .suspended)
+        guard case .end(let resumed, _) = machine.cancel() else {
+            Issue.record("the cancellation did nothing")
+            return
+        }
+        #expect(resumed == ["consumer"])
+
+        var ended = Machine(limit: 10, policy: .dropNewest)
+        _ = ended.installHandler { _ in }
+        _ = ended.finish(throwing: nil)
+        #expect(ended.waitForEnd("late") == .resumeNow)
+        #expect(ended.takeEndError() == nil)
+        guard case .end(nil) = ended.installHandler({ _ in }) else {
+            Issue.record("installing on an ended, empty buffer did not report the end")
+            return
+        }
+    }
+}
+
 extension DeliveryBufferStateMachine.NextAction {
     /// The value, if the action hands one out.
     fileprivate var element: Element? {

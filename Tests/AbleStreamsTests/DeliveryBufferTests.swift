@@ -1,6 +1,7 @@
 import AbleStreams
 import AbleTestSupport
 import Dispatch
+import Foundation
 import Synchronization
 import Testing
 
@@ -139,5 +140,73 @@ struct DeliveryBufferTests {
         #expect(buffer.hasPendingHandOff)
         buffer.releaseHeld()
         #expect(!buffer.hasPendingHandOff)
+    }
+    // MARK: A handler instead of iteration
+
+    struct HandlerGone: Error {}
+
+    @Test func aHandlerGetsTheBufferedValuesThenEachYieldOnItsThreadThenTheEnd() async throws {
+        let buffer = DeliveryBuffer<Int>(limit: 100, policy: .dropNewest)
+        for value in 0..<3 { buffer.yield(value) }
+        let received = Lock<[Int]>([])
+        let consumer = Task { try await buffer.forEach { value in received.withLock { $0.append(value) } } }
+        try await waitUntil { received.withLock { $0.count } == 3 }
+        for value in 3..<10 {
+            buffer.yield(value)
+            // Delivered inside the yield: nothing is buffered, nothing is pending.
+            #expect(received.withLock { $0.last } == value)
+        }
+        #expect(buffer.bufferedCount == 0)
+        buffer.finish(throwing: HandlerGone())
+        await #expect(throws: HandlerGone.self) { try await consumer.value }
+        #expect(received.withLock { $0 } == Array(0..<10))
+        #expect(buffer.yield(10) == .terminated)
+    }
+
+    @Test func twoProducersNeverOverlapInTheHandlerAndKeepTheirOrder() async throws {
+        let buffer = DeliveryBuffer<Int>(limit: 100_000, policy: .dropNewest)
+        let inside = Atomic<Bool>(false)
+        let overlaps = Atomic<Int>(0)
+        let received = Lock<[Int]>([])
+        let consumer = Task {
+            try await buffer.forEach { value in
+                if inside.exchange(true, ordering: .acquiring) { overlaps.add(1, ordering: .relaxed) }
+                received.withLock { $0.append(value) }
+                inside.store(false, ordering: .releasing)
+            }
+        }
+        try await waitUntil { buffer.isHandlerInstalled }
+        let perProducer = 20_000
+        await withTaskGroup(of: Void.self) { group in
+            for producer in 0..<2 {
+                group.addTask {
+                    await withCheckedContinuation { done in
+                        Thread.detachNewThread {
+                            for index in 0..<perProducer { buffer.yield(producer * perProducer + index) }
+                            done.resume()
+                        }
+                    }
+                }
+            }
+        }
+        buffer.finish()
+        try await consumer.value
+        let all = received.withLock { $0 }
+        #expect(overlaps.load(ordering: .relaxed) == 0)
+        #expect(all.count == 2 * perProducer)
+        #expect(all.filter { $0 < perProducer } == Array(0..<perProducer))
+        #expect(all.filter { $0 >= perProducer } == Array(perProducer..<(2 * perProducer)))
+    }
+
+    @Test func cancellingTheHandlersTaskEndsTheStreamAndRunsTheTerminationHandler() async throws {
+        let buffer = DeliveryBuffer<Int>(limit: 100, policy: .dropNewest)
+        let terminated = Atomic<Int>(0)
+        buffer.onTermination { terminated.add(1, ordering: .relaxed) }
+        let consumer = Task { try await buffer.forEach { _ in } }
+        try await waitUntil { buffer.isHandlerInstalled }
+        consumer.cancel()
+        try await consumer.value
+        #expect(terminated.load(ordering: .relaxed) == 1)
+        #expect(buffer.yield(1) == .terminated)
     }
 }

@@ -188,6 +188,65 @@ extension Scenario {
         }
     }
 
+    /// `NotificationStream.forEach(_:)`, from the bus and from the socket: the values that came
+    /// before it first, then every value in order, the subscription ending with the caller's
+    /// task, and a typed error when the link goes.
+    static func notificationsThroughAHandler(_ backend: some ScenarioBackend) async throws {
+        let service = BluetoothUUID.random()
+        let counter = CharacteristicID(.random(), service: service)
+        let definition = GATTServerDefinition {
+            Service(service) { Characteristic(counter.uuid, properties: [.read, .notify], value: [0]) }
+        }
+        let count = 20
+        try await withConnection(backend, serving: definition, advertising: service) { server, peripheral in
+            for delivery in [NotificationDelivery.propertiesChanged, .socket] {
+                let stream = try await peripheral.notifications(of: counter, delivery: delivery)
+                try await backend.eventually("the server to see the subscription (\(delivery))") {
+                    await server.isSubscribed(counter.uuid)
+                }
+                // Two values wait in the stream before the handler comes.
+                try await server.notify(counter, value: [1])
+                try await server.notify(counter, value: [2])
+                try await backend.pause(.milliseconds(200))
+                let received = Recorder<[UInt8]>()
+                // Waited for without a timeout of its own: values that the simulated radio hands
+                // over on real threads (the socket's) take real time, which its clock does not see.
+                let allReceived = AsyncStream<Void>.makeStream()
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask {
+                        try await stream.forEach { value in
+                            received.append(value)
+                            if received.all.count >= count { allReceived.continuation.finish() }
+                        }
+                    }
+                    for value in 3...count { try await server.notify(counter, value: [UInt8(value)]) }
+                    for await _ in allReceived.stream {}
+                    // Cancelling the caller's task ends the stream, and the subscription with it.
+                    group.cancelAll()
+                    try await group.next()
+                }
+                #expect(received.all == (1...count).map { [UInt8($0)] }, "through \(delivery)")
+                try await backend.eventually("the subscription to stop (\(delivery))") {
+                    await !server.isSubscribed(counter.uuid)
+                }
+            }
+
+            // A handler's stream ends with a typed error when the link goes.
+            let stream = try await peripheral.notifications(of: counter, delivery: .socket)
+            try await backend.eventually("the server to see the last subscription") {
+                await server.isSubscribed(counter.uuid)
+            }
+            let ended = await #expect(throws: BluetoothError.self) {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await stream.forEach { _ in } }
+                    try await peripheral.disconnect()
+                    try await group.next()
+                }
+            }
+            #expect(ended?.code == .disconnected)
+        }
+    }
+
     static func longAndReliableWrites(_ backend: some ScenarioBackend) async throws {
         let service = BluetoothUUID.random()
         let record = CharacteristicID(.random(), service: service)

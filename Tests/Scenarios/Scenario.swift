@@ -17,6 +17,7 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
     case writeWithoutResponseThroughTheSocket
     case writesWithoutResponseDoNotWaitForAReadInProgress
     case notificationsThroughTheSocket
+    case notificationsThroughAHandler
     case longAndReliableWrites
     case aServerNotifyingInATightLoopKeepsAnswering
     case notifyingOneCentral
@@ -44,6 +45,7 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
             case .writesWithoutResponseDoNotWaitForAReadInProgress:
                 try await Self.writesWithoutResponseDoNotWaitForAReadInProgress(backend)
             case .notificationsThroughTheSocket: try await Self.notificationsThroughTheSocket(backend)
+            case .notificationsThroughAHandler: try await Self.notificationsThroughAHandler(backend)
             case .longAndReliableWrites: try await Self.longAndReliableWrites(backend)
             case .aServerNotifyingInATightLoopKeepsAnswering:
                 try await Self.aServerNotifyingInATightLoopKeepsAnswering(backend)

@@ -51,6 +51,40 @@ public struct NotificationStream: AsyncSequence, Sendable {
         AsyncIterator(buffer: buffer, stream: lifetime, lifetime: lifetime.forIterator())
     }
 
+    /// Calls `body` with each value, in order, on the thread that receives it, until the stream
+    /// ends: the cheapest way to take notifications.
+    ///
+    /// A `for try await` loop runs in a task, which a value has to wake (a thread switch when the
+    /// loop waits, as it does at the rates real devices notify). Here no task is woken per value:
+    /// Able's event loop calls `body` right where it reads the value, from the bus or from the
+    /// characteristic's socket, as a C program would. Values that arrived before the call (the
+    /// stream is attached before notifications are enabled) are delivered first, on the calling
+    /// thread.
+    ///
+    /// - Important: `body` runs on Able's event loop: it must be quick and must not block or wait,
+    ///   since the loop serves nothing else meanwhile (no other stream, and for values from the
+    ///   bus no D-Bus call of the process). Hand longer work to a task of your own.
+    ///
+    /// **Buffering:** a value waits only while `body` is busy with an earlier one on another
+    /// thread (values from the bus and from the socket come from different threads); then it
+    /// waits in the stream's buffer, under the stream's policy, and is delivered right after.
+    /// Calls of `body` never overlap.
+    ///
+    /// **End:** returns when the stream ends (the subscription ends with it), or throws what it
+    /// ends with (``BluetoothError`` with ``BluetoothError/Code/disconnected`` when the peripheral
+    /// disconnects); it returns only after the last call of `body` has returned. A stream is
+    /// taken either with this or by iteration, not both.
+    ///
+    /// Cancelling the task that calls this ends the stream: it returns once the call of `body`
+    /// under way (if any) has returned, and the work behind the stream stops. Here the work is the
+    /// subscription: Able ends it (`StopNotify`, once no other stream of the characteristic
+    /// remains).
+    public func forEach(_ body: @escaping @Sendable (_ value: [UInt8]) -> Void) async throws {
+        let lifetime = lifetime.forIterator()
+        try await buffer.forEach(isolation: nil, body)
+        withExtendedLifetime(lifetime) {}
+    }
+
     /// The iterator of a notification stream; not `Sendable`. When it goes away, the stream ends.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let buffer: DeliveryBuffer<[UInt8]>
