@@ -105,7 +105,8 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
     /// with it before it moves time on.
     package var hasPendingHandOff: Bool { state.withLock { $0.hasPendingHandOff } }
 
-    /// Whether a consumer installed a handler with ``forEach(isolation:_:)``.
+    /// Whether a consumer installed a handler with ``forEach(isolation:_:)`` and the stream has not
+    /// ended since.
     package var isHandlerInstalled: Bool { state.withLock { $0.isHandlerInstalled } }
 
     /// Whether the consumer is suspended, waiting for a value.

@@ -100,7 +100,8 @@ package struct DeliveryBufferStateMachine<Element, Waiter> {
     /// Whether a consumer is suspended, waiting for a value.
     package var isConsumerWaiting: Bool { waiter != nil }
 
-    /// Whether a consumer installed a handler (``installHandler(_:)``).
+    /// Whether a consumer installed a handler (``installHandler(_:)``) and the buffer has not
+    /// ended since.
     package var isHandlerInstalled: Bool { handler != nil }
 
     /// Whether the buffer has ended (its values may still wait for the consumer).
@@ -235,7 +236,9 @@ package struct DeliveryBufferStateMachine<Element, Waiter> {
             waiters.insert(waiter, at: 0)
             self.waiter = nil
         }
-        // A producer in the handler resumes the consumer waiting for the end when it leaves.
+        // No yield calls the handler any more: let go of what it holds. A producer in it keeps
+        // its own reference, and resumes the consumer waiting for the end when it leaves.
+        handler = nil
         if let endWaiter, !isDelivering {
             waiters.append(endWaiter)
             self.endWaiter = nil

@@ -347,8 +347,7 @@ package final class ChannelCore: @unchecked Sendable {
     /// queue has emptied meanwhile.
     private func enqueue(
         id: UInt64, packets: some RandomAccessCollection<[UInt8]> & Sendable, from offset: Int,
-        continuation: SendWaiter,
-        tryFirst: Bool
+        continuation: SendWaiter, tryFirst: Bool
     ) {
         let outcome = sending.withLock { machine -> EnqueueOutcome in
             // A cancellation that came before the send was queued found nothing to cancel.
