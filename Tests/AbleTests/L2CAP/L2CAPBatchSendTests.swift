@@ -11,6 +11,19 @@ struct L2CAPBatchSendTests {
         [UInt8(index >> 8), UInt8(index & 0xFF)] + [UInt8](repeating: 0xA5, count: length - 2)
     }
 
+    /// A channel pair whose sender has a batch of `count` packets of `length` bytes waiting for
+    /// room: the socket holds 8 KB and the receiver reads only one packet ahead until asked.
+    static func waitingBatch(
+        count: Int, length: Int
+    ) async throws -> (sender: L2CAPChannel, receiver: L2CAPChannel, batch: [[UInt8]], sending: Task<Void, any Error>) {
+        let (sender, receiver) = try L2CAPChannel.makePair(
+            mtu: 1000, watermarks: .init(high: 1, low: 0), socketBufferSize: 8 * 1024)
+        let batch = (0..<count).map { packet($0, length: length) }
+        let sending = Task { try await sender.core.send(contentsOf: batch) }
+        try await waitUntil { sender.pendingSendCount > 0 }
+        return (sender, receiver, batch, sending)
+    }
+
     @Test(
         "A batch larger than the socket holds arrives complete and in order, its sender waiting once",
         .timeLimit(.minutes(1)))
@@ -36,11 +49,7 @@ struct L2CAPBatchSendTests {
 
     @Test("Sends queued behind a batch keep their order", .timeLimit(.minutes(1)))
     func sendsAfterABatchKeepTheirOrder() async throws {
-        let (sender, receiver) = try L2CAPChannel.makePair(
-            mtu: 1000, watermarks: .init(high: 1, low: 0), socketBufferSize: 8 * 1024)
-        let batch = (0..<100).map { Self.packet($0, length: 500) }
-        let first = Task { try await sender.core.send(contentsOf: batch) }
-        try await waitUntil { sender.pendingSendCount > 0 }
+        let (sender, receiver, batch, first) = try await Self.waitingBatch(count: 100, length: 500)
         let second = Task { try await sender.send(Self.packet(100, length: 3)) }
         try await waitUntil { sender.pendingSendCount > 0 && sender.sendWaitCount == 2 }
         var received: [[UInt8]] = []
@@ -59,11 +68,7 @@ struct L2CAPBatchSendTests {
         "Cancelling a batch that waits drops the packets still queued, keeps those sent, and later sends go on",
         .timeLimit(.minutes(1)))
     func cancellingAWaitingBatch() async throws {
-        let (sender, receiver) = try L2CAPChannel.makePair(
-            mtu: 1000, watermarks: .init(high: 1, low: 0), socketBufferSize: 8 * 1024)
-        let batch = (0..<500).map { Self.packet($0, length: 1000) }
-        let sending = Task { try await sender.core.send(contentsOf: batch) }
-        try await waitUntil { sender.pendingSendCount > 0 }
+        let (sender, receiver, batch, sending) = try await Self.waitingBatch(count: 500, length: 1000)
         sending.cancel()
         let result = await sending.result
         #expect(throws: CancellationError.self) { try result.get() }
@@ -89,11 +94,7 @@ struct L2CAPBatchSendTests {
 
     @Test("A batch waiting when the peer closes ends with the channel's error", .timeLimit(.minutes(1)))
     func thePeerClosingEndsAWaitingBatch() async throws {
-        let (sender, receiver) = try L2CAPChannel.makePair(
-            mtu: 1000, watermarks: .init(high: 1, low: 0), socketBufferSize: 8 * 1024)
-        let batch = (0..<500).map { Self.packet($0, length: 1000) }
-        let sending = Task { try await sender.core.send(contentsOf: batch) }
-        try await waitUntil { sender.pendingSendCount > 0 }
+        let (sender, receiver, _, sending) = try await Self.waitingBatch(count: 500, length: 1000)
         await receiver.close()
         let error = await #expect(throws: BluetoothError.self) { try await sending.value }
         #expect(error?.code == .disconnected)
