@@ -26,7 +26,7 @@ let package = Package(
         .systemLibrary(name: "CLinux"),
         .target(name: "AbleStreams", dependencies: ["CLinux"]),
         .target(name: "AbleDBus", dependencies: ["AbleStreams", "CDBus", "CLinux"]),
-        .target(name: "Able", dependencies: ["AbleStreams"]),
+        .target(name: "Able", dependencies: ["AbleStreams", "CLinux"]),
         .target(name: "AbleBlueZ", dependencies: ["Able", "AbleDBus", "AbleStreams", "CBluetooth"]),
         .target(name: "AbleSimulator", dependencies: ["Able", "AbleStreams"]),
         .target(name: "AbleCommand", dependencies: ["Able", "AbleBlueZ", "AbleSimulator", "AbleStreams", "CLinux"]),

@@ -132,4 +132,81 @@ struct L2CAPFaultInjectionTests {
         #expect(try await packets.next() == nil)
         await peer.close()
     }
+
+    // MARK: Several packets in one call (sendmmsg)
+
+    @Test("Packets sent together go in one sendmmsg call and arrive whole, in order", .timeLimit(.minutes(1)))
+    func gatheredSend() async throws {
+        let injection = FaultInjection()
+        let (faulty, peer) = try injection.makePair()
+        let batch = (1...10).map { [UInt8]($0...($0 + 2)) }
+        try await faulty.core.send(contentsOf: batch)
+        #expect(injection.sendMessagesCalls == 1)
+        #expect(injection.sendCalls == 0)
+        var packets = peer.packets.makeAsyncIterator()
+        for expected in batch { #expect(try await packets.next() == expected) }
+        await faulty.close()
+        #expect(try await packets.next() == nil)
+        await peer.close()
+    }
+
+    @Test(
+        "A sendmmsg that finds the socket busy or is interrupted is retried; every packet arrives once, in order",
+        .timeLimit(.minutes(1)),
+        arguments: [
+            ([FaultInjection.Fault.error(EAGAIN)], 1),
+            ([.error(EINTR)], 0),
+            ([.error(EINTR), .error(EAGAIN), .error(EAGAIN)], 1),
+        ]
+    )
+    func transientGatheredSendErrors(faults: [FaultInjection.Fault], expectedWaits: Int) async throws {
+        let injection = FaultInjection()
+        let (faulty, peer) = try injection.makePair()
+        for fault in faults { injection.failSendMessages(fault) }
+        let batch = (1...5).map { [UInt8($0)] }
+        try await faulty.core.send(contentsOf: batch)
+        var packets = peer.packets.makeAsyncIterator()
+        for expected in batch { #expect(try await packets.next() == expected) }
+        #expect(faulty.sendWaitCount == expectedWaits)
+        #expect(injection.pendingFaults == 0)
+        await faulty.close()
+        await peer.close()
+    }
+
+    @Test(
+        "A packet refused as too long in a sendmmsg ends its send alone; the sends queued behind it go on",
+        .timeLimit(.minutes(1)))
+    func gatheredMessageTooLong() async throws {
+        let injection = FaultInjection()
+        let (faulty, peer) = try injection.makePair()
+        // The first call finds the socket busy, so the send queues; the write handler's sendmmsg
+        // then has the refused packet first.
+        injection.failSendMessages(.error(EAGAIN), .error(EMSGSIZE))
+        let first = Task { try await faulty.core.send(contentsOf: [[1], [2]]) }
+        try await waitUntil { faulty.sendWaitCount == 1 }
+        let second = Task { try await faulty.core.send(contentsOf: [[3], [4]]) }
+        let error = await #expect(throws: BluetoothError.self) { try await first.value }
+        #expect(error?.code == .valueTooLong)
+        try await second.value
+        var packets = peer.packets.makeAsyncIterator()
+        #expect(try await packets.next() == [3])
+        #expect(try await packets.next() == [4])
+        await faulty.close()
+        await peer.close()
+    }
+
+    @Test("A sendmmsg that reports a packet cut short ends sending", .timeLimit(.minutes(1)))
+    func gatheredShortWrite() async throws {
+        let injection = FaultInjection()
+        let (faulty, peer) = try injection.makePair()
+        injection.failSendMessages(.short(1))
+        let error = await #expect(throws: BluetoothError.self) {
+            try await faulty.core.send(contentsOf: [[1, 2, 3], [4, 5, 6]])
+        }
+        #expect(error?.code == .internalError)
+        let later = await #expect(throws: BluetoothError.self) { try await faulty.send([7]) }
+        #expect(later?.code == .internalError)
+        await faulty.close()
+        await peer.close()
+    }
 }

@@ -309,4 +309,18 @@ struct L2CAPSendStateMachineTests {
         _ = machine.fail(BluetoothError(.notConnected, message: "closed"))
         #expect(machine.failure?.code == .disconnected)
     }
+
+    @Test("The queued packets can be read ahead in order, across the ring's wrap, for one sendmmsg")
+    func readingAhead() {
+        var machine = Machine()
+        // 12 in and 10 out first, so that the next 10 wrap around the ring's 16 slots.
+        _ = machine.enqueue(id: 1, packets: (0..<12).map { [UInt8($0)] }, from: 0, waiter: "first", tryFirst: false)
+        for _ in 0..<10 { _ = machine.removeNext() }
+        _ = machine.enqueue(id: 2, packets: (12..<22).map { [UInt8($0)] }, from: 0, waiter: "second", tryFirst: false)
+        #expect(machine.pendingCount == 12)
+        #expect((0..<12).map { machine.packet(at: $0) } == (10..<22).map { [UInt8($0)] })
+        #expect(machine.removeNext() == nil)
+        #expect(machine.removeNext() == "first")
+        #expect(machine.packet(at: 0) == [12])
+    }
 }

@@ -1,4 +1,5 @@
 package import AbleStreams
+import CLinux
 import Synchronization
 
 #if canImport(Glibc)
@@ -238,6 +239,84 @@ package final class ChannelCore: @unchecked Sendable {
         }
     }
 
+    /// At most how many packets one `sendmmsg(2)` carries.
+    static let packetsPerCall = 32
+
+    /// Sends `count` packets, `packet(0)` first, with as few calls as the socket allows: `send(2)`
+    /// for a single packet, `sendmmsg(2)` for several (up to ``packetsPerCall`` a call), so that
+    /// a writer paced by the link pays one call per wake rather than a send that succeeds and one
+    /// that says `EAGAIN`. Returns how many the socket took and why it stopped: ``SendAttempt/sent``
+    /// if it took them all.
+    ///
+    /// When `sendmmsg` takes some of its packets, it does not say why it stopped; this reports
+    /// ``SendAttempt/wouldBlock``, and the next attempt, with the refused packet first, finds out
+    /// (the socket's write readiness is level-triggered, so that attempt comes).
+    private func attemptSend(count: Int, packet: (Int) -> [UInt8]) -> (sent: Int, stop: SendAttempt) {
+        var sent = 0
+        while sent < count {
+            let batch = min(count - sent, Self.packetsPerCall)
+            guard batch > 1, let sendMessages = operations.sendMessages else {
+                let attempt = attemptSend(packet(sent))
+                guard case .sent = attempt else { return (sent, attempt) }
+                sent += 1
+                continue
+            }
+            let (taken, stop) = withUnsafeTemporaryAllocation(of: able_mmsghdr.self, capacity: batch) { messages in
+                withUnsafeTemporaryAllocation(of: iovec.self, capacity: batch) { vectors in
+                    sendGathered(
+                        batch, first: sent, packet: packet, messages: messages, vectors: vectors, with: sendMessages)
+                }
+            }
+            sent += taken
+            if let stop { return (sent, stop) }
+        }
+        return (sent, .sent)
+    }
+
+    /// One `sendmmsg(2)` of `packet(first)` to `packet(first + count - 1)`: how many the socket took,
+    /// and why it stopped if not all.
+    private func sendGathered(
+        _ count: Int, first: Int, packet: (Int) -> [UInt8], messages: UnsafeMutableBufferPointer<able_mmsghdr>,
+        vectors: UnsafeMutableBufferPointer<iovec>,
+        with sendMessages: SocketOperations.SendMessages
+    ) -> (taken: Int, stop: SendAttempt?) {
+        // Each packet's bytes stay valid while its closure runs, so the call is made innermost.
+        func gather(_ index: Int) -> SyscallResult<Int> {
+            guard index < count else {
+                return SocketOperations.retryingInterrupts {
+                    sendMessages(socket, messages, CInt(MSG_NOSIGNAL) | CInt(MSG_DONTWAIT))
+                }
+            }
+            return packet(first + index).withUnsafeBytes { bytes in
+                vectors[index] = iovec(
+                    iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
+                var header = msghdr()
+                header.msg_iov = vectors.baseAddress! + index
+                header.msg_iovlen = 1
+                messages[index] = able_mmsghdr(msg_hdr: header, msg_len: 0)
+                return gather(index + 1)
+            }
+        }
+        switch gather(0) {
+        case .success(let taken):
+            for index in 0..<taken {
+                let length = packet(first + index).count
+                guard Int(messages[index].msg_len) != length else { continue }
+                // SOCK_SEQPACKET sends are all or nothing, as in attemptSend(_:).
+                let message =
+                    "the socket took \(messages[index].msg_len) of the \(length) bytes of an SDU; the channel cannot go on"
+                return (index, .fatal(BluetoothError(.internalError, message: message)))
+            }
+            return (taken, taken < count ? .wouldBlock : nil)
+        case .failure(let errno) where errno.isWouldBlock:
+            return (0, .wouldBlock)
+        case .failure(let errno) where errno == .messageTooLong:
+            return (0, .rejected(BluetoothError(errno, while: "sending an SDU of \(packet(first).count) bytes")))
+        case .failure(let errno):
+            return (0, .fatal(BluetoothError(errno, while: "sending on the L2CAP channel")))
+        }
+    }
+
     /// Sends one SDU, waiting while the socket is full.
     func send(_ packet: [UInt8], isolation actor: isolated (any Actor)? = #isolation) async throws {
         try check(packet)
@@ -296,18 +375,17 @@ package final class ChannelCore: @unchecked Sendable {
         _ packets: some RandomAccessCollection<[UInt8]> & Sendable, from start: Int,
         _ machine: inout SendStateMachine<SendWaiter>
     ) -> SendProgress {
-        var offset = start
-        while offset < packets.count {
-            switch attemptSend(packets[packets.index(packets.startIndex, offsetBy: offset)]) {
-            case .sent: offset += 1
-            case .wouldBlock: return .wouldBlock(from: offset)
-            case .rejected(let error): return .failed(error)
-            case .fatal(let error):
-                _ = machine.fail(error)
-                return .failed(error)
-            }
+        let (sent, stop) = attemptSend(count: packets.count - start) { offset in
+            packets[packets.index(packets.startIndex, offsetBy: start + offset)]
         }
-        return .sent
+        switch stop {
+        case .sent: return .sent
+        case .wouldBlock: return .wouldBlock(from: start + sent)
+        case .rejected(let error): return .failed(error)
+        case .fatal(let error):
+            _ = machine.fail(error)
+            return .failed(error)
+        }
     }
 
     private func send(
@@ -388,10 +466,14 @@ package final class ChannelCore: @unchecked Sendable {
             defer {
                 if machine.writerIdle() { watch.set(.write, false) }
             }
-            while let packet = machine.nextPacket {
-                switch attemptSend(packet) {
-                case .sent:
+            while machine.pendingCount > 0 {
+                let (sent, stop) = attemptSend(count: machine.pendingCount) { machine.packet(at: $0) }
+                for _ in 0..<sent {
                     if let waiter = machine.removeNext() { resumptions.append((waiter, nil)) }
+                }
+                switch stop {
+                case .sent:
+                    continue
                 case .wouldBlock:
                     return
                 case .rejected(let error):

@@ -13,6 +13,13 @@ struct RingBuffer<Element> {
     /// The oldest element.
     var first: Element? { count == 0 ? nil : storage[head] }
 
+    /// The element `offset` places from the oldest (`0` is ``first``); `offset` must be less than
+    /// ``count``.
+    subscript(offset offset: Int) -> Element {
+        precondition(offset >= 0 && offset < count, "offset \(offset) out of a queue of \(count)")
+        return storage[(head + offset) % storage.count]!
+    }
+
     mutating func append(_ element: Element) {
         if count == storage.count { grow() }
         storage[(head + count) % storage.count] = element

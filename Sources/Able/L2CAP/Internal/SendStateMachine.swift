@@ -32,7 +32,7 @@ struct SendStateMachine<Waiter> {
 
     init() {}
 
-    /// How many sends wait.
+    /// How many packets wait (a batch counts each of its packets).
     var pendingCount: Int { pending.count }
 
     enum StartAction {
@@ -92,6 +92,10 @@ struct SendStateMachine<Waiter> {
 
     /// The packet the write source should send next.
     var nextPacket: [UInt8]? { pending.first?.packet }
+
+    /// The queued packet `offset` places after ``nextPacket`` (`0` is ``nextPacket``), for sending
+    /// several at once; `offset` must be less than ``pendingCount``.
+    func packet(at offset: Int) -> [UInt8] { pending[offset: offset].packet }
 
     /// The socket took the packet from ``nextPacket``: its send's waiter if it was that send's last.
     mutating func removeNext() -> Waiter? {

@@ -1,3 +1,5 @@
+package import CLinux
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -33,6 +35,16 @@ package struct SocketOperations: Sendable {
 
     /// `send(2)`: the number of bytes the kernel took.
     package var send: @Sendable (_ socket: CInt, _ bytes: UnsafeRawBufferPointer, _ flags: CInt) -> SyscallResult<Int>
+
+    /// `sendmmsg(2)`: sends each message as one packet, in order, until the socket would block or
+    /// refuses one; the number of messages the kernel took (each one's `msg_len` set), at least
+    /// one, or the `errno` of the first when it took none. `nil` makes senders use ``send`` for
+    /// every packet.
+    package var sendMessages: SendMessages?
+
+    package typealias SendMessages =
+        @Sendable (_ socket: CInt, _ messages: UnsafeMutableBufferPointer<able_mmsghdr>, _ flags: CInt) ->
+        SyscallResult<Int>
 
     /// `recv(2)`: the number of bytes received, or with `MSG_TRUNC` the packet's real length; `0` at
     /// the end of the connection.
@@ -96,6 +108,10 @@ package struct SocketOperations: Sendable {
         send: { fd, bytes, flags in
             let sent = Glibc.send(fd, bytes.baseAddress, bytes.count, flags)
             return sent >= 0 ? .success(sent) : .failure(.current)
+        },
+        sendMessages: { fd, messages, flags in
+            let sent = able_sendmmsg(fd, messages.baseAddress, UInt32(messages.count), flags)
+            return sent >= 0 ? .success(Int(sent)) : .failure(.current)
         },
         receive: { fd, buffer, flags in
             let received = Glibc.recv(fd, buffer.baseAddress, buffer.count, flags)

@@ -1,4 +1,5 @@
 import AbleStreams
+import CLinux
 import Foundation
 
 @testable import Able
@@ -23,7 +24,9 @@ final class FaultInjection: Sendable {
     private struct State {
         var sendFaults: [Fault] = []
         var receiveFaults: [Fault] = []
+        var sendMessagesFaults: [Fault] = []
         var sendCalls = 0
+        var sendMessagesCalls = 0
         var receiveCalls = 0
     }
 
@@ -34,6 +37,12 @@ final class FaultInjection: Sendable {
         state.withLock { $0.sendFaults += faults }
     }
 
+    /// Makes the next `sendMessages` calls (`sendmmsg`, several queued packets at once) fail, in
+    /// order; `.short(n)` truncates the call's first packet to `n` bytes.
+    func failSendMessages(_ faults: Fault...) {
+        state.withLock { $0.sendMessagesFaults += faults }
+    }
+
     /// Makes the next `receive` calls fail, in order.
     func failReceives(_ faults: Fault...) {
         state.withLock { $0.receiveFaults += faults }
@@ -42,13 +51,18 @@ final class FaultInjection: Sendable {
     /// How many times `send` was called.
     var sendCalls: Int { state.withLock { $0.sendCalls } }
 
+    /// How many times `sendMessages` was called.
+    var sendMessagesCalls: Int { state.withLock { $0.sendMessagesCalls } }
+
     /// How many times `receive` was called.
     var receiveCalls: Int { state.withLock { $0.receiveCalls } }
 
     /// Faults still queued.
-    var pendingFaults: Int { state.withLock { $0.sendFaults.count + $0.receiveFaults.count } }
+    var pendingFaults: Int {
+        state.withLock { $0.sendFaults.count + $0.sendMessagesFaults.count + $0.receiveFaults.count }
+    }
 
-    /// The real calls with the faults in front of `send` and `receive`.
+    /// The real calls with the faults in front of `send`, `sendMessages` and `receive`.
     var operations: SocketOperations {
         var operations = SocketOperations.system
         operations.send = { socket, bytes, flags in
@@ -63,6 +77,24 @@ final class FaultInjection: Sendable {
                 return .failure(Errno(errno))
             case .short(let count):
                 return SocketOperations.system.send(socket, UnsafeRawBufferPointer(rebasing: bytes[..<count]), flags)
+            }
+        }
+        operations.sendMessages = { socket, messages, flags in
+            let fault = self.state.withLock { state -> Fault? in
+                state.sendMessagesCalls += 1
+                return state.sendMessagesFaults.isEmpty ? nil : state.sendMessagesFaults.removeFirst()
+            }
+            switch fault {
+            case nil:
+                return SocketOperations.system.sendMessages!(socket, messages, flags)
+            case .error(let errno):
+                return .failure(Errno(errno))
+            case .short(let count):
+                // The kernel never does this to a SOCK_SEQPACKET socket; the channel must notice.
+                let result = SocketOperations.system.sendMessages!(
+                    socket, UnsafeMutableBufferPointer(rebasing: messages[..<1]), flags)
+                if case .success = result { messages[0].msg_len = UInt32(count) }
+                return result
             }
         }
         operations.receive = { socket, buffer, flags in
