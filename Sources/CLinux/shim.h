@@ -10,8 +10,9 @@
 // glibc's malloc statistics (mallinfo2), which the soak prints as the heap in use.
 #include <malloc.h>
 
-// sendmmsg(2), which glibc declares only under _GNU_SOURCE (as `struct mmsghdr`): the L2CAP and
-// characteristic sockets send a queue of packets, one message each, in one call.
+// sendmmsg(2) and recvmmsg(2), which glibc declares only under _GNU_SOURCE (with `struct
+// mmsghdr`): the L2CAP and characteristic sockets send a queue of packets, and receive the packets
+// that are there, one message each, in one call.
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -24,6 +25,10 @@ struct able_mmsghdr {
 
 static inline int able_sendmmsg(int fd, struct able_mmsghdr *messages, unsigned int count, int flags) {
     return (int)syscall(SYS_sendmmsg, fd, messages, count, flags);
+}
+
+static inline int able_recvmmsg(int fd, struct able_mmsghdr *messages, unsigned int count, int flags) {
+    return (int)syscall(SYS_recvmmsg, fd, messages, count, flags, (void *)0);
 }
 
 // Names the calling thread (at most 15 bytes show); prctl is variadic, which Swift does not import.

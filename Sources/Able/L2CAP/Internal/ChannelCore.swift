@@ -102,7 +102,9 @@ package final class ChannelCore: @unchecked Sendable {
         self.loop = loop
         self.sendMTU = sendMTU
         self.receiveMTU = receiveMTU
-        let receiver = PacketReceiver(socket: socket, operations: operations, receiveMTU: receiveMTU)
+        // A direct receiver takes every SDU at once, so SDUs may be read several at a time.
+        let receiver = PacketReceiver(
+            socket: socket, operations: operations, receiveMTU: receiveMTU, batching: directReceiver != nil)
         self.receiver = receiver
         let watch = LoopSocket(descriptor: socket, loop: loop)
         self.watch = watch
@@ -278,7 +280,7 @@ package final class ChannelCore: @unchecked Sendable {
     private func sendGathered(
         _ count: Int, first: Int, packet: (Int) -> [UInt8], messages: UnsafeMutableBufferPointer<able_mmsghdr>,
         vectors: UnsafeMutableBufferPointer<iovec>,
-        with sendMessages: SocketOperations.SendMessages
+        with sendMessages: SocketOperations.MessagesCall
     ) -> (taken: Int, stop: SendAttempt?) {
         // Each packet's bytes stay valid while its closure runs, so the call is made innermost.
         func gather(_ index: Int) -> SyscallResult<Int> {

@@ -1,3 +1,5 @@
+import CLinux
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -5,6 +7,17 @@
 /// The receiving side of a channel's socket: `recv(2)` of one SDU at a time into a buffer of the
 /// receive MTU, then copied into an array of its size; or, while SDUs come large (half the MTU
 /// or more), straight into an array of the MTU's capacity, which becomes the element.
+///
+/// A receiver that hands every SDU on at once (`batching`: a characteristic's notification
+/// socket, whose values go straight to their streams) with a receive MTU of at most
+/// ``directReceiveThreshold`` instead takes the SDUs that are there with `recvmmsg(2)`, up to
+/// ``batchCapacity(receiveMTU:)``, each into a slot of the MTU in one buffer, then copied. When a
+/// `recvmmsg` brings fewer SDUs than it had room for, the socket had no more: once those are
+/// handed out, the next call answers "would block" without asking the socket (a link that
+/// notifies at its pace would otherwise cost a second call per SDU that finds nothing). The
+/// socket is level-triggered on the loop, so an SDU that arrived meanwhile is reported again.
+/// An L2CAP channel's receiver does not batch: what its buffer has no room for stays in the
+/// socket, where it holds back the peer (L2CAP's credits) and where a reset finds it unread.
 ///
 /// The kernel reports a reset once (`sock_error` clears it) and then still hands out the SDUs
 /// queued before it, then the end; the receiver holds the error back until those are out. Once
@@ -26,6 +39,13 @@ final class PacketReceiver: @unchecked Sendable {
     let receiveMTU: Int
 
     private let scratch: UnsafeMutableRawBufferPointer
+    /// The `recvmmsg` headers, one per slot of `scratch`; empty when SDUs are received one by one.
+    private let headers: UnsafeMutableBufferPointer<able_mmsghdr>
+    private let vectors: UnsafeMutableBufferPointer<iovec>
+    /// The SDUs the last `recvmmsg` brought, and the next of them to hand out.
+    private var batch = (count: 0, next: 0)
+    /// Whether the last `recvmmsg` found the socket empty before its slots were full.
+    private var socketDrained = false
     private var deferredError: BluetoothError?
     private var end: BluetoothError??
 
@@ -41,21 +61,43 @@ final class PacketReceiver: @unchecked Sendable {
     /// handler meets it too and tears the channel down.
     let kickReader = LateCall()
 
-    init(socket: CInt, operations: SocketOperations, receiveMTU: Int) {
+    /// How many SDUs one `recvmmsg` receives at most: as many slots of the MTU as fit in 8 KB, up
+    /// to 8; `1` (SDUs received one by one) over ``directReceiveThreshold``.
+    static func batchCapacity(receiveMTU: Int) -> Int {
+        receiveMTU > directReceiveThreshold ? 1 : min(8, max(1, 8192 / max(receiveMTU, 1)))
+    }
+
+    init(socket: CInt, operations: SocketOperations, receiveMTU: Int, batching: Bool = false) {
         self.socket = socket
         self.operations = operations
         self.receiveMTU = receiveMTU
-        scratch = .allocate(byteCount: max(receiveMTU, 1), alignment: 16)
+        let slot = max(receiveMTU, 1)
+        let slots = batching && operations.receiveMessages != nil ? Self.batchCapacity(receiveMTU: receiveMTU) : 1
+        scratch = .allocate(byteCount: slot * slots, alignment: 16)
+        headers = .allocate(capacity: slots > 1 ? slots : 0)
+        vectors = .allocate(capacity: slots > 1 ? slots : 0)
+        for index in headers.indices {
+            vectors[index] = iovec(iov_base: scratch.baseAddress! + index * slot, iov_len: slot)
+            var header = msghdr()
+            header.msg_iov = vectors.baseAddress! + index
+            header.msg_iovlen = 1
+            headers[index] = able_mmsghdr(msg_hdr: header, msg_len: 0)
+        }
         LargeSDUMemory.prepare(receiveMTU: receiveMTU)
     }
 
     deinit {
         scratch.deallocate()
+        headers.deallocate()
+        vectors.deallocate()
     }
 
     /// Receives one SDU, if one is there.
     func receive() -> Outcome {
         if let end { return .end(end) }
+        if !headers.isEmpty, let receiveMessages = operations.receiveMessages {
+            return receiveBatched(with: receiveMessages)
+        }
         while true {
             let result: SyscallResult<Int>
             var direct: [UInt8]?
@@ -70,16 +112,8 @@ final class PacketReceiver: @unchecked Sendable {
                 result = operations.receive(socket, scratch, CInt(MSG_TRUNC))
             }
             switch result {
-            case .success(0):
-                // The end of the connection. (An empty SDU would read the same, which is why
-                // `send` refuses to send one.)
-                return ended(deferredError)
-            case .success(let length) where length > receiveMTU:
-                return ended(
-                    BluetoothError(
-                        .protocolError,
-                        message: "received an SDU of \(length) bytes, over the receive MTU of \(receiveMTU)"))
             case .success(let length):
+                if let ending = ending(forLength: length) { return ending }
                 let large = receiveMTU > Self.directReceiveThreshold && length >= receiveMTU / 2
                 defer { expectsLargeSDU = large }
                 guard let direct else {
@@ -87,17 +121,69 @@ final class PacketReceiver: @unchecked Sendable {
                 }
                 // Keep the array the SDU arrived in only if the SDU fills half of it or more.
                 return .packet(large ? direct : direct.withUnsafeBytes { Self.copy($0) })
-            case .failure(let errno) where errno.isInterrupted:
-                continue
-            case .failure(let errno) where errno.isWouldBlock:
-                if let deferredError { return ended(deferredError) }
-                return .wouldBlock
-            case .failure(let errno) where errno.isDisconnection && deferredError == nil:
-                deferredError = BluetoothError(errno, while: "receiving on the L2CAP channel")
             case .failure(let errno):
-                return ended(deferredError ?? BluetoothError(errno, while: "receiving on the L2CAP channel"))
+                if let outcome = failed(errno) { return outcome }
             }
         }
+    }
+
+    /// What a received length means when it is not an SDU: `0` is the end of the connection (an
+    /// empty SDU would read the same, which is why `send` refuses to send one); over the MTU, a
+    /// protocol error. `nil` for an SDU.
+    private func ending(forLength length: Int) -> Outcome? {
+        if length == 0 { return ended(deferredError) }
+        guard length > receiveMTU else { return nil }
+        return ended(
+            BluetoothError(
+                .protocolError, message: "received an SDU of \(length) bytes, over the receive MTU of \(receiveMTU)"))
+    }
+
+    /// What a receive that failed with `errno` gives: `nil` to try again (interrupted, or the
+    /// first report of a reset, held back until the SDUs queued before it are out).
+    private func failed(_ errno: Errno) -> Outcome? {
+        if errno.isInterrupted { return nil }
+        if errno.isWouldBlock {
+            if let deferredError { return ended(deferredError) }
+            return .wouldBlock
+        }
+        if errno.isDisconnection && deferredError == nil {
+            deferredError = BluetoothError(errno, while: "receiving on the L2CAP channel")
+            return nil
+        }
+        return ended(deferredError ?? BluetoothError(errno, while: "receiving on the L2CAP channel"))
+    }
+
+    /// ``receive()`` through `recvmmsg`: the next SDU of the last batch, else a new batch.
+    private func receiveBatched(with receiveMessages: SocketOperations.MessagesCall) -> Outcome {
+        if batch.next < batch.count { return takeFromBatch() }
+        if socketDrained {
+            socketDrained = false
+            if let deferredError { return ended(deferredError) }
+            return .wouldBlock
+        }
+        while true {
+            switch receiveMessages(socket, headers, CInt(MSG_TRUNC)) {
+            case .success(let count):
+                batch = (count, 0)
+                socketDrained = count < headers.count
+                return takeFromBatch()
+            case .failure(let errno):
+                if let outcome = failed(errno) { return outcome }
+            }
+        }
+    }
+
+    /// The next SDU of the last `recvmmsg`'s batch.
+    private func takeFromBatch() -> Outcome {
+        let index = batch.next
+        batch.next += 1
+        let length = Int(headers[index].msg_len)
+        if let ending = ending(forLength: length) {
+            batch = (0, 0)
+            return ending
+        }
+        let slot = vectors[index]
+        return .packet(Self.copy(UnsafeRawBufferPointer(start: slot.iov_base, count: length)))
     }
 
     /// For a consumer that found no SDU buffered: the next one if it is there, else `nil`. An

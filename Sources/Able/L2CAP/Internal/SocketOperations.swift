@@ -40,9 +40,17 @@ package struct SocketOperations: Sendable {
     /// refuses one; the number of messages the kernel took (each one's `msg_len` set), at least
     /// one, or the `errno` of the first when it took none. `nil` makes senders use ``send`` for
     /// every packet.
-    package var sendMessages: SendMessages?
+    package var sendMessages: MessagesCall?
 
-    package typealias SendMessages =
+    /// `recvmmsg(2)` without a timeout: receives messages into the buffers the headers point to,
+    /// in order, until the socket has no more (or `messages` is full); the number received (each
+    /// one's `msg_len` set: with `MSG_TRUNC` in `flags`, its real length), at least one, or the
+    /// `errno` of the first when there was none. An error met after the first is kept by the
+    /// socket for the next call. `nil` makes receivers use ``receive`` for every packet.
+    package var receiveMessages: MessagesCall?
+
+    /// ``sendMessages`` and ``receiveMessages``.
+    package typealias MessagesCall =
         @Sendable (_ socket: CInt, _ messages: UnsafeMutableBufferPointer<able_mmsghdr>, _ flags: CInt) ->
         SyscallResult<Int>
 
@@ -112,6 +120,10 @@ package struct SocketOperations: Sendable {
         sendMessages: { fd, messages, flags in
             let sent = able_sendmmsg(fd, messages.baseAddress, UInt32(messages.count), flags)
             return sent >= 0 ? .success(Int(sent)) : .failure(.current)
+        },
+        receiveMessages: { fd, messages, flags in
+            let received = able_recvmmsg(fd, messages.baseAddress, UInt32(messages.count), flags)
+            return received >= 0 ? .success(Int(received)) : .failure(.current)
         },
         receive: { fd, buffer, flags in
             let received = Glibc.recv(fd, buffer.baseAddress, buffer.count, flags)

@@ -62,7 +62,8 @@ final class FaultInjection: Sendable {
         state.withLock { $0.sendFaults.count + $0.sendMessagesFaults.count + $0.receiveFaults.count }
     }
 
-    /// The real calls with the faults in front of `send`, `sendMessages` and `receive`.
+    /// The real calls with the faults in front of `send`, `sendMessages`, `receive` and
+    /// `receiveMessages`.
     var operations: SocketOperations {
         var operations = SocketOperations.system
         operations.send = { socket, bytes, flags in
@@ -95,6 +96,20 @@ final class FaultInjection: Sendable {
                     socket, UnsafeMutableBufferPointer(rebasing: messages[..<1]), flags)
                 if case .success = result { messages[0].msg_len = UInt32(count) }
                 return result
+            }
+        }
+        // A receive fault applies to whichever call receives next: `recv`, or `recvmmsg` for
+        // channels whose MTU lets several SDUs be received at once.
+        operations.receiveMessages = { socket, messages, flags in
+            let fault = self.state.withLock { state -> Fault? in
+                state.receiveCalls += 1
+                return state.receiveFaults.isEmpty ? nil : state.receiveFaults.removeFirst()
+            }
+            switch fault {
+            case nil, .short:
+                return SocketOperations.system.receiveMessages!(socket, messages, flags)
+            case .error(let errno):
+                return .failure(Errno(errno))
             }
         }
         operations.receive = { socket, buffer, flags in

@@ -1,0 +1,180 @@
+import Foundation
+import Testing
+
+@testable import Able
+
+/// The receiving side of a notification socket (`PacketReceiver` with `batching`): several SDUs per
+/// `recvmmsg(2)`, no call wasted on a socket the last call found empty, and the end and errors in
+/// order.
+struct PacketReceiverTests {
+    /// A socketpair holding `packets` (sent into the first end), and a receiver on the second end
+    /// whose calls `injection` counts.
+    static func receiver(
+        holding packets: [[UInt8]], receiveMTU: Int, injection: FaultInjection, batching: Bool = true
+    ) throws -> (receiver: PacketReceiver, sender: CInt, socket: CInt) {
+        let (sender, socket) = try L2CAPChannel.makeSocketPair(mtu: max(receiveMTU, 100))
+        for packet in packets {
+            let sent = packet.withUnsafeBytes { Glibc.send(sender, $0.baseAddress, $0.count, 0) }
+            #expect(sent == packet.count)
+        }
+        let receiver = PacketReceiver(
+            socket: socket, operations: injection.operations, receiveMTU: receiveMTU, batching: batching)
+        return (receiver, sender, socket)
+    }
+
+    /// Expects `receiver` to give these SDUs, in order.
+    static func expectSDUs(
+        _ expected: [[UInt8]], from receiver: PacketReceiver, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        for sdu in expected {
+            guard case .packet(let packet) = receiver.receive() else {
+                Issue.record("an SDU was missing", sourceLocation: sourceLocation)
+                return
+            }
+            #expect(packet == sdu, sourceLocation: sourceLocation)
+        }
+    }
+
+    static func packet(_ index: Int) -> [UInt8] { [UInt8(index), 0xA5, UInt8(index)] }
+
+    @Test("SDUs waiting in the socket come several per recvmmsg, whole and in order; a drained socket costs no call")
+    func batches() throws {
+        let injection = FaultInjection()
+        let packets = (0..<20).map(Self.packet)
+        let (receiver, sender, socket) = try Self.receiver(holding: packets, receiveMTU: 100, injection: injection)
+        defer {
+            close(sender)
+            close(socket)
+        }
+        #expect(PacketReceiver.batchCapacity(receiveMTU: 100) == 8)
+        var received: [[UInt8]] = []
+        var callsAfter: [Int] = []
+        for _ in 0..<20 {
+            guard case .packet(let packet) = receiver.receive() else {
+                Issue.record("an SDU was missing")
+                return
+            }
+            received.append(packet)
+            callsAfter.append(injection.receiveCalls)
+        }
+        #expect(received == packets)
+        // 8, 8, then the last 4 with room for 8: the socket was empty.
+        #expect(callsAfter == Array(repeating: 1, count: 8) + Array(repeating: 2, count: 8) + [3, 3, 3, 3])
+        guard case .wouldBlock = receiver.receive() else {
+            Issue.record("a drained socket did not answer would-block")
+            return
+        }
+        #expect(injection.receiveCalls == 3)
+        // The next call asks the socket again.
+        guard case .wouldBlock = receiver.receive() else {
+            Issue.record("an empty socket did not answer would-block")
+            return
+        }
+        #expect(injection.receiveCalls == 4)
+
+        // An SDU sent now is received; then the end.
+        _ = Self.packet(20).withUnsafeBytes { Glibc.send(sender, $0.baseAddress, $0.count, 0) }
+        guard case .packet(let late) = receiver.receive() else {
+            Issue.record("the late SDU was missing")
+            return
+        }
+        #expect(late == Self.packet(20))
+        guard case .wouldBlock = receiver.receive() else {
+            Issue.record("a drained socket did not answer would-block")
+            return
+        }
+        shutdown(sender, CInt(SHUT_WR))
+        guard case .end(nil) = receiver.receive() else {
+            Issue.record("the peer's close was not the end")
+            return
+        }
+        guard case .end(nil) = receiver.receive() else {
+            Issue.record("the end was not reported again")
+            return
+        }
+    }
+
+    @Test("An SDU over the receive MTU in a batch ends the stream after the SDUs before it")
+    func oversizedSDUInABatch() throws {
+        let injection = FaultInjection()
+        let packets = [Self.packet(0), Self.packet(1), [UInt8](repeating: 7, count: 80), Self.packet(3)]
+        let (receiver, sender, socket) = try Self.receiver(holding: packets, receiveMTU: 64, injection: injection)
+        defer {
+            close(sender)
+            close(socket)
+        }
+        Self.expectSDUs(Array(packets.prefix(2)), from: receiver)
+        guard case .end(let error?) = receiver.receive() else {
+            Issue.record("the oversized SDU did not end the stream")
+            return
+        }
+        #expect(error.code == .protocolError)
+        #expect(error.message.contains("80 bytes"))
+        guard case .end(.some) = receiver.receive() else {
+            Issue.record("the end was not reported again")
+            return
+        }
+    }
+
+    @Test("A reset the socket reports ends the stream after the SDUs queued before it")
+    func resetAfterABatch() throws {
+        let injection = FaultInjection()
+        let (receiver, sender, socket) = try Self.receiver(
+            holding: [Self.packet(0), Self.packet(1)], receiveMTU: 100, injection: injection)
+        defer {
+            close(sender)
+            close(socket)
+        }
+        // The kernel reports the reset on the call after the SDUs (it keeps an error met after
+        // the first message for the next call); the fault stands in for it.
+        guard case .packet = receiver.receive(), case .packet = receiver.receive() else {
+            Issue.record("an SDU was missing")
+            return
+        }
+        // The batch found the socket empty: the next call answers without asking it.
+        guard case .wouldBlock = receiver.receive() else {
+            Issue.record("a drained socket did not answer would-block")
+            return
+        }
+        injection.failReceives(.error(ECONNRESET))
+        guard case .end(let error?) = receiver.receive() else {
+            Issue.record("the reset did not end the stream")
+            return
+        }
+        #expect(error.code == .disconnected)
+    }
+
+    @Test("A receiver that does not batch (an L2CAP channel's) receives one SDU per recv")
+    func withoutBatching() throws {
+        let injection = FaultInjection()
+        let packets = (0..<3).map(Self.packet)
+        let (receiver, sender, socket) = try Self.receiver(
+            holding: packets, receiveMTU: 100, injection: injection, batching: false)
+        defer {
+            close(sender)
+            close(socket)
+        }
+        Self.expectSDUs(packets, from: receiver)
+        #expect(injection.receiveCalls == 3)
+        // Each call asks the socket.
+        guard case .wouldBlock = receiver.receive() else {
+            Issue.record("an empty socket did not answer would-block")
+            return
+        }
+        #expect(injection.receiveCalls == 4)
+    }
+
+    @Test("A receive MTU over 4 KB receives one SDU per recv, and no batch", arguments: [4097, 65_535])
+    func largeMTUsReceiveOneByOne(mtu: Int) throws {
+        #expect(PacketReceiver.batchCapacity(receiveMTU: mtu) == 1)
+        let injection = FaultInjection()
+        let packets = (0..<3).map(Self.packet)
+        let (receiver, sender, socket) = try Self.receiver(holding: packets, receiveMTU: mtu, injection: injection)
+        defer {
+            close(sender)
+            close(socket)
+        }
+        Self.expectSDUs(packets, from: receiver)
+        #expect(injection.receiveCalls == 3)
+    }
+}
