@@ -4,7 +4,7 @@ import Able
     import Glibc
 #endif
 
-/// `AbleBenchmarks l2cap SIZE COUNT WARMUP global|shared`: what `Benchmarks/C/l2cap-socketpair.c`
+/// `AbleBenchmarks l2cap SIZE COUNT WARMUP global|shared|batch`: what `Benchmarks/C/l2cap-socketpair.c`
 /// does, through two `L2CAPChannel`s over the same kind of socketpair (AF_UNIX `SOCK_SEQPACKET`,
 /// `SO_SNDBUF` 256 KiB, receive buffer of 65,535 bytes).
 ///
@@ -12,8 +12,10 @@ import Able
 /// 8 bytes, as fast as `send` returns; the other iterates the other channel's `packets`, checks
 /// the sequence, and times the last `COUNT` SDUs. With `global` both loops run in tasks on the
 /// global executor; with `shared` each runs in an actor that shares its channel's executor, as
-/// `L2CAPChannel` documents, so that a wakeup from the socket needs no hop to another thread.
-func runL2CAP(size: Int, count: Int, warmup: Int, placement: Placement) async throws -> Measurement {
+/// `L2CAPChannel` documents, so that a wakeup from the socket needs no hop to another thread; with
+/// `batch` both run on the global executor and the sender hands over ``l2capBatchLength`` SDUs at a
+/// time (`L2CAPChannel.send(contentsOf:)`).
+func runL2CAP(size: Int, count: Int, warmup: Int, style: L2CAPSendStyle) async throws -> Measurement {
     guard (1...65_535).contains(size), count > 0 else {
         throw BenchmarkFailure("SIZE must be 1 to 65535 and COUNT at least 1")
     }
@@ -21,19 +23,20 @@ func runL2CAP(size: Int, count: Int, warmup: Int, placement: Placement) async th
     let faultsBefore = minorPageFaults()
     let total = count + warmup
     let sending = Task.detached {
-        switch placement {
+        switch style {
         case .global: try await sendSequence(on: sender, size: size, total: total)
         case .shared: try await ChannelRunner(sender).send(size: size, total: total)
+        case .batch: try await sendBatches(on: sender, size: size, total: total)
         }
     }
     let check =
-        switch placement {
-        case .global: try await receiveSequence(on: receiver, size: size, total: total, warmup: warmup)
+        switch style {
+        case .global, .batch: try await receiveSequence(on: receiver, size: size, total: total, warmup: warmup)
         case .shared: try await ChannelRunner(receiver).receive(size: size, total: total, warmup: warmup)
         }
     try await sending.value
     printAndFlush(
-        "# l2cap-\(size) (\(placement)): receiver waited \(receiver.receiveWaitCount) times, paused reading "
+        "# l2cap-\(size) (\(style)): receiver waited \(receiver.receiveWaitCount) times, paused reading "
             + "\(receiver.readPauseCount) times, received for itself \(receiver.receiveFetchCounts.consumer) times "
             + "(the read source stepped aside \(receiver.receiveFetchCounts.stepAside) times); "
             + "sender waited \(sender.sendWaitCount) times; \(minorPageFaults() - faultsBefore) minor page faults")
@@ -43,6 +46,19 @@ func runL2CAP(size: Int, count: Int, warmup: Int, placement: Placement) async th
         operations: count, wall: check.last - check.first, start: check.start, end: check.end, lost: check.lost,
         reordered: check.reordered)
 }
+
+/// How `l2cap` sends and where its loops run.
+enum L2CAPSendStyle: String {
+    /// `send(_:)` per SDU, both loops on the global executor.
+    case global
+    /// `send(_:)` per SDU, each loop in an actor on its channel's executor.
+    case shared
+    /// `send(contentsOf:)` with ``l2capBatchLength`` SDUs at a time, both loops on the global executor.
+    case batch
+}
+
+/// How many SDUs the `batch` style hands `send(contentsOf:)` at a time.
+let l2capBatchLength = 64
 
 /// What the receiving loop saw.
 struct PacketCheck {
@@ -86,6 +102,24 @@ func sendSequence(
             }
         }
         try await channel.send(packet)
+    }
+}
+
+/// Sends `total` SDUs of `size` bytes numbered from 0, ``l2capBatchLength`` at a time.
+func sendBatches(on channel: L2CAPChannel, size: Int, total: Int) async throws {
+    var sequence = 0
+    while sequence < total {
+        let batch = (sequence..<min(sequence + l2capBatchLength, total)).map { number in
+            var packet = [UInt8](repeating: 0x5A, count: size)
+            packet.withUnsafeMutableBytes { bytes in
+                withUnsafeBytes(of: UInt64(number).littleEndian) { header in
+                    bytes.copyMemory(from: UnsafeRawBufferPointer(rebasing: header.prefix(min(8, size))))
+                }
+            }
+            return packet
+        }
+        try await channel.send(contentsOf: batch)
+        sequence += batch.count
     }
 }
 

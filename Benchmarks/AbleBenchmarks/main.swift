@@ -65,9 +65,12 @@ let commands: [Command] = [
     Command(name: "server-readvalue", arguments: ["ADDRESS", "N", "WARMUP"]) { a in
         try await runServerReadValue(address: a[0], count: integer(a[1]), warmup: integer(a[2]))
     },
-    Command(name: "l2cap", arguments: ["SIZE", "N", "WARMUP", "global|shared"]) { a in
-        try await runL2CAP(
-            size: integer(a[0]), count: integer(a[1]), warmup: integer(a[2]), placement: placement(a[3]))
+    Command(name: "l2cap", arguments: ["SIZE", "N", "WARMUP", "global|shared|batch"]) { a in
+        guard let style = L2CAPSendStyle(rawValue: a[3]) else {
+            print(usage)
+            exit(2)
+        }
+        return try await runL2CAP(size: integer(a[0]), count: integer(a[1]), warmup: integer(a[2]), style: style)
     },
     Command(name: "event-floor", arguments: ["N", "dispatch|loop|poll"]) { a in
         try runEventFloor(count: integer(a[0]), mode: a[1])

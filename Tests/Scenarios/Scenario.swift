@@ -332,6 +332,12 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
                         try await channel.send(packet)
                         #expect(try await packets.next() == packet)
                     }
+                    // A batch, as a stream of small SDUs goes: each echoed whole, in order.
+                    let batch = (0..<64).map { index in
+                        [UInt8(index), UInt8(index &* 3)] + [UInt8](repeating: 0xA5, count: index % 40)
+                    }
+                    try await channel.send(contentsOf: batch)
+                    for packet in batch { #expect(try await packets.next() == packet) }
                 } cleanup: {
                     await channel.close()
                 }

@@ -116,6 +116,25 @@ public actor L2CAPChannel {
         try await core.send(packet)
     }
 
+    /// Sends several SDUs, in order, each whole: the cheapest way to stream small SDUs.
+    ///
+    /// Where ``send(_:)`` resumes the caller once per SDU, this resumes it once, when the socket
+    /// has taken the last SDU: the channel's event loop puts them into the socket as it makes
+    /// room, several per `sendmmsg(2)` call. Sends made meanwhile queue behind the whole batch.
+    ///
+    /// Every SDU is checked before any is sent: one that is empty or over ``sendMTU`` fails the
+    /// call and nothing goes out.
+    ///
+    /// - Parameter packets: The SDUs, each 1 to ``sendMTU`` bytes; an empty array sends nothing.
+    /// - Throws: As ``send(_:)``. When it throws after the checks (the peer closed, the task was
+    ///   cancelled), the SDUs before the one that failed went into the socket and none after it.
+    ///
+    /// - Important: Cancelling the call while it waits drops the SDUs still queued; those the
+    ///   socket took are sent.
+    public nonisolated(nonsending) func send(contentsOf packets: [[UInt8]]) async throws {
+        try await core.send(contentsOf: packets)
+    }
+
     /// Closes the channel and waits until its socket is closed.
     ///
     /// ``packets`` delivers the SDUs that had arrived, then ends; waiting and later sends throw

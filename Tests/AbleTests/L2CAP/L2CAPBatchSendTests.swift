@@ -4,8 +4,9 @@ import Testing
 
 @testable import Able
 
-/// Sends of several SDUs at once (`ChannelCore.send(contentsOf:)`, what a firmware-style sequence
-/// of writes without response goes through): in order, whole, one wake-up of the sender.
+/// Sends of several SDUs at once (`L2CAPChannel.send(contentsOf:)`, and `ChannelCore`'s, which a
+/// firmware-style sequence of writes without response goes through): in order, whole, one
+/// wake-up of the sender.
 struct L2CAPBatchSendTests {
     static func packet(_ index: Int, length: Int) -> [UInt8] {
         [UInt8(index >> 8), UInt8(index & 0xFF)] + [UInt8](repeating: 0xA5, count: length - 2)
@@ -19,7 +20,7 @@ struct L2CAPBatchSendTests {
         let (sender, receiver) = try L2CAPChannel.makePair(
             mtu: 1000, watermarks: .init(high: 1, low: 0), socketBufferSize: 8 * 1024)
         let batch = (0..<count).map { packet($0, length: length) }
-        let sending = Task { try await sender.core.send(contentsOf: batch) }
+        let sending = Task { try await sender.send(contentsOf: batch) }
         try await waitUntil { sender.pendingSendCount > 0 }
         return (sender, receiver, batch, sending)
     }
@@ -32,7 +33,7 @@ struct L2CAPBatchSendTests {
         let (sender, receiver) = try L2CAPChannel.makePair(
             mtu: 1000, watermarks: .init(high: 4, low: 1), socketBufferSize: 8 * 1024)
         let packets = (0..<count).map { Self.packet($0, length: 200) }
-        let sending = Task { try await sender.core.send(contentsOf: packets) }
+        let sending = Task { try await sender.send(contentsOf: packets) }
         var received: [[UInt8]] = []
         for try await packet in receiver.packets {
             received.append(packet)
@@ -107,11 +108,11 @@ struct L2CAPBatchSendTests {
         let (sender, receiver) = try L2CAPChannel.makePair(mtu: 100)
         for bad in [[UInt8](), [UInt8](repeating: 1, count: 101)] {
             let error = await #expect(throws: BluetoothError.self) {
-                try await sender.core.send(contentsOf: [[1], bad, [3]])
+                try await sender.send(contentsOf: [[1], bad, [3]])
             }
             #expect(error?.code == (bad.isEmpty ? .invalidArguments : .valueTooLong))
         }
-        try await sender.core.send(contentsOf: [])
+        try await sender.send(contentsOf: [])
         try await sender.send([9])
         var packets = receiver.packets.makeAsyncIterator()
         #expect(try await packets.next() == [9])

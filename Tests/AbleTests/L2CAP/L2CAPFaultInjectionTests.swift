@@ -140,7 +140,7 @@ struct L2CAPFaultInjectionTests {
         let injection = FaultInjection()
         let (faulty, peer) = try injection.makePair()
         let batch = (1...10).map { [UInt8]($0...($0 + 2)) }
-        try await faulty.core.send(contentsOf: batch)
+        try await faulty.send(contentsOf: batch)
         #expect(injection.sendMessagesCalls == 1)
         #expect(injection.sendCalls == 0)
         var packets = peer.packets.makeAsyncIterator()
@@ -164,7 +164,7 @@ struct L2CAPFaultInjectionTests {
         let (faulty, peer) = try injection.makePair()
         for fault in faults { injection.failSendMessages(fault) }
         let batch = (1...5).map { [UInt8($0)] }
-        try await faulty.core.send(contentsOf: batch)
+        try await faulty.send(contentsOf: batch)
         var packets = peer.packets.makeAsyncIterator()
         for expected in batch { #expect(try await packets.next() == expected) }
         #expect(faulty.sendWaitCount == expectedWaits)
@@ -182,9 +182,9 @@ struct L2CAPFaultInjectionTests {
         // The first call finds the socket busy, so the send queues; the write handler's sendmmsg
         // then has the refused packet first.
         injection.failSendMessages(.error(EAGAIN), .error(EMSGSIZE))
-        let first = Task { try await faulty.core.send(contentsOf: [[1], [2]]) }
+        let first = Task { try await faulty.send(contentsOf: [[1], [2]]) }
         try await waitUntil { faulty.sendWaitCount == 1 }
-        let second = Task { try await faulty.core.send(contentsOf: [[3], [4]]) }
+        let second = Task { try await faulty.send(contentsOf: [[3], [4]]) }
         let error = await #expect(throws: BluetoothError.self) { try await first.value }
         #expect(error?.code == .valueTooLong)
         try await second.value
@@ -201,7 +201,7 @@ struct L2CAPFaultInjectionTests {
         let (faulty, peer) = try injection.makePair()
         injection.failSendMessages(.short(1))
         let error = await #expect(throws: BluetoothError.self) {
-            try await faulty.core.send(contentsOf: [[1, 2, 3], [4, 5, 6]])
+            try await faulty.send(contentsOf: [[1, 2, 3], [4, 5, 6]])
         }
         #expect(error?.code == .internalError)
         let later = await #expect(throws: BluetoothError.self) { try await faulty.send([7]) }
