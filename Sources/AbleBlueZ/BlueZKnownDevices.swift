@@ -115,20 +115,32 @@ extension BlueZPeripheralBackend: BondBackend {
     /// (`GDBUS_EXPERIMENTAL_ASYNC_METHOD` in `src/adapter.c`, "[experimental]" in
     /// `doc/org.bluez.Adapter.rst`), so Able scans, which every configuration allows; the scan
     /// shares the adapter's discovery session with the process's other scans.
+    ///
+    /// - Throws: ``BluetoothError/Code/timeout`` when the device was not found in time;
+    ///   ``BluetoothError/Code/daemonUnavailable`` or ``BluetoothError/Code/adapterRemoved`` at
+    ///   once when `bluetoothd` leaves the bus or the adapter goes away meanwhile.
     func discover(timeout: Duration) async throws {
         guard let adapter = path.parent else { return }
         let changes = system.tree.changes()
         let id = try await system.discovery.begin(ScanFilter(), on: adapter, of: system)
         defer { Task { [system] in await system.discovery.end(id, on: adapter, of: system) } }
-        let found = try await withTimeLimit(timeout) { [system, path] in
+        // Found, or the adapter went away (its removal, or bluetoothd leaving the bus).
+        let found = try await withTimeLimit(timeout) { [system, path] () -> Bool in
             if system.tree.interfaces(at: path) != nil { return true }
-            for await _ in changes where system.tree.properties(of: Self.device, at: path) != nil { return true }
+            for await _ in changes {
+                if system.tree.properties(of: Self.device, at: path) != nil { return true }
+                if system.tree.interfaces(at: adapter) == nil { return false }
+            }
             return false
         }
-        guard found == true else {
-            try Task.checkCancellation()
+        if found == true { return }
+        try Task.checkCancellation()
+        if system.tree.interfaces(at: adapter) == nil {
             throw BluetoothError(
-                .timeout, message: "no device \(address) was found within \(timeout) (it must advertise to be found)")
+                system.tree.owner == nil ? .daemonUnavailable : .adapterRemoved,
+                message: "adapter \(adapter.lastElement) went away while looking for \(address)")
         }
+        throw BluetoothError(
+            .timeout, message: "no device \(address) was found within \(timeout) (it must advertise to be found)")
     }
 }

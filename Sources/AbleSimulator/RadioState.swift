@@ -27,6 +27,13 @@ struct RadioState {
         var passive: PassiveScanFilter?
     }
 
+    /// A task waiting for an adapter's removal.
+    struct AdapterWait {
+        var adapter: BluetoothAddress
+        /// Resumed when the adapter is removed; with `CancellationError` when the task is cancelled.
+        var continuation: UnsafeContinuation<Void, any Error>
+    }
+
     struct ListenerKey: Hashable {
         var adapter: BluetoothAddress
         var psm: PSM
@@ -55,6 +62,8 @@ struct RadioState {
     var knownDeviceListeners: [BluetoothAddress: [UInt64: AsyncStream<KnownPeripheralEvent>.Continuation]] = [:]
     /// The addresses of removed adapters, by name, so that one made again under its name returns.
     var removedAdapters: [String: BluetoothAddress] = [:]
+    /// Connects waiting for their central's adapter to go (``SimulatedRadio/sleep(until:whileAdapterPresent:)``).
+    var adapterWaits: [UInt64: AdapterWait] = [:]
 
     mutating func makeID() -> UInt64 {
         nextID += 1

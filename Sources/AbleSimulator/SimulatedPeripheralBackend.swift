@@ -53,26 +53,28 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
         clock.noteActivity()
         // As on BlueZ: an address the adapter does not know is looked for with a scan first,
         // within the same timeout.
+        // Until the link is up, the adapter's removal ends the wait at once.
         guard let timing else {
-            try await clock.sleep(until: deadline)
+            try await radio.sleep(until: deadline, whileAdapterPresent: central)
             throw BluetoothError(.timeout, message: "no device \(address) was found within \(timeout)")
         }
         var timeout = timeout
         if !known {
             guard timing.advertisingInterval <= timeout else {
-                try await clock.sleep(until: deadline)
+                try await radio.sleep(until: deadline, whileAdapterPresent: central)
                 throw BluetoothError(.timeout, message: "no device \(address) was found within \(timeout)")
             }
-            try await clock.sleep(for: timing.advertisingInterval)
+            try await radio.sleep(
+                until: clock.now.advanced(by: timing.advertisingInterval), whileAdapterPresent: central)
             radio.remember(address, by: central)
             timeout -= timing.advertisingInterval
         }
         let start = clock.now
         guard timing.connectionTime <= timeout else {
-            try await clock.sleep(until: deadline)
+            try await radio.sleep(until: deadline, whileAdapterPresent: central)
             throw BluetoothError(.timeout, message: "connecting to \(address) took longer than \(timeout)")
         }
-        try await clock.sleep(until: start.advanced(by: timing.connectionTime))
+        try await radio.sleep(until: start.advanced(by: timing.connectionTime), whileAdapterPresent: central)
         let (events, resolves) = try radio.state.withLock { state in
             guard state.adapters[central] != nil else {
                 throw BluetoothError(.adapterRemoved, message: "the adapter was removed while connecting")

@@ -49,6 +49,12 @@ extension SimulatedRadio {
             for token in scan.pendingDeliveries { clock.cancel(token) }
             scan.continuation.finish(throwing: error)
         }
+        // Connects under way on the adapter end now.
+        let waits = state.withLock { state in
+            let ids = state.adapterWaits.filter { $0.value.adapter == address }.keys
+            return ids.compactMap { state.adapterWaits.removeValue(forKey: $0) }
+        }
+        for wait in waits { wait.continuation.resume() }
         let connections = state.withLock { state in
             state.connections.filter { $0.central == address || $0.peripheral == address }
         }
@@ -201,6 +207,59 @@ extension SimulatedPeripheralBackend: BondBackend {
                 throw BluetoothError(.doesNotExist, message: "\(address) is not known to the adapter")
             }
             change(&state.knownDevices[central]![address]!)
+        }
+    }
+}
+
+extension SimulatedRadio {
+    /// Sleeps until `deadline` in simulated time, as a connect of `adapter`'s waits for its
+    /// device; ends early, with ``/Able/BluetoothError/Code/adapterRemoved``, when the adapter is
+    /// removed meanwhile, as BlueZ ends a `Connect` under way when its adapter goes.
+    ///
+    /// The sleep is the clock's own (the simulation sees it as any other), in a child task that
+    /// the removal's waiter, its sibling, outlives or cancels.
+    ///
+    /// - Throws: ``/Able/BluetoothError/Code/adapterRemoved``, or `CancellationError` when the
+    ///   task is cancelled first.
+    func sleep(until deadline: SimulatedClock.Instant, whileAdapterPresent adapter: BluetoothAddress) async throws {
+        let removed = try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                try await self.clock.sleep(until: deadline)
+                return false
+            }
+            group.addTask {
+                try await self.untilRemoved(adapter)
+                return true
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? false
+        }
+        if removed { throw BluetoothError(.adapterRemoved, message: "the adapter was removed while connecting") }
+    }
+
+    /// Returns when `adapter` is removed (at once if it is absent).
+    ///
+    /// - Throws: `CancellationError` when the task is cancelled first.
+    private func untilRemoved(_ adapter: BluetoothAddress) async throws {
+        let id = state.withLock { $0.makeID() }
+        try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+                let waiting = state.withLock { state -> Bool? in
+                    // Cancellation sets the flag before `onCancel` takes the lock.
+                    guard !Task.isCancelled else { return nil }
+                    guard state.adapters[adapter] != nil else { return false }
+                    state.adapterWaits[id] = RadioState.AdapterWait(adapter: adapter, continuation: continuation)
+                    return true
+                }
+                switch waiting {
+                case nil: continuation.resume(throwing: CancellationError())
+                case false?: continuation.resume()
+                case true?: break
+                }
+            }
+        } onCancel: {
+            state.withLock { $0.adapterWaits.removeValue(forKey: id) }?.continuation.resume(
+                throwing: CancellationError())
         }
     }
 }

@@ -193,6 +193,33 @@ struct HostileBlueZTests {
         }
     }
 
+    /// A connect to an address BlueZ does not know scans for it first; the adapter going away
+    /// (removed, or `bluetoothd` leaving the bus) ends that search at once, not at the timeout.
+    @Test(arguments: [BluetoothError.Code.adapterRemoved, .daemonUnavailable])
+    func theAdapterGoingAwayEndsAConnectThatLooksForItsDevice(_ code: BluetoothError.Code) async throws {
+        try await withSetup { setup in
+            let absent = setup.adapter.peripheral(address: BluetoothAddress("00:11:22:33:44:99"))
+            let ended = try await withThrowingTaskGroup(of: BluetoothError?.self) { group in
+                group.addTask {
+                    do {
+                        try await absent.connect(timeout: .seconds(60))
+                        return nil
+                    } catch let error as BluetoothError {
+                        return error
+                    }
+                }
+                try await waitUntil { setup.fake.discoveryCalls.value.contains("StartDiscovery") }
+                if code == .adapterRemoved {
+                    await setup.fake.connection.unexport("/org/bluez/hci0")
+                } else {
+                    await setup.fake.connection.close()
+                }
+                return try await group.next() ?? nil
+            }
+            #expect(ended?.code == code, "\(String(describing: ended))")
+        }
+    }
+
     @Test func signalsFromAnotherSenderThanBlueZAreIgnored() async throws {
         try await withSetup { setup in
             let impostor = try await setup.bus.connect()

@@ -25,6 +25,16 @@ struct SimulatedLifecycleScenarioBackend: LifecycleScenarioBackend, ScenarioBack
     func restorePeripheralAdapter() async throws { _ = radio.makeAdapter(name: peripheral.name) }
     func restartStack() async throws {}
 
+    func stopStack() async throws {
+        radio.removeAdapter(named: central.name)
+        radio.removeAdapter(named: peripheral.name)
+    }
+
+    func startStack() async throws {
+        _ = radio.makeAdapter(name: central.name)
+        _ = radio.makeAdapter(name: peripheral.name)
+    }
+
     func dropLink() async throws {
         guard let address = await peripheral.state.address else { return }
         radio.peripheral(address).disconnectAll(reason: "the link dropped")

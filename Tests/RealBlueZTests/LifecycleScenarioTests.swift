@@ -49,4 +49,8 @@ struct BlueZLifecycleScenarioBackend: LifecycleScenarioBackend, ScenarioBackendW
     func restartStack() async throws {
         #expect(try await Guest.restartBluetoothd() == 0, "restart-bluetoothd failed")
     }
+
+    func stopStack() async throws { try await removePeripheralAdapter() }
+
+    func startStack() async throws { try await restorePeripheralAdapter() }
 }

@@ -21,6 +21,11 @@ public protocol LifecycleScenarioBackend: ScenarioBackend {
     /// Drops the link between the central and the peripheral from the peripheral's side, as a
     /// link loss does (a simulated peripheral's `disconnectAll()`; on BlueZ, hci1 disconnects hci0).
     func dropLink() async throws
+    /// Takes the whole stack away, the central's adapter too (`bluetoothd` stops on BlueZ; a
+    /// simulated radio removes both adapters).
+    func stopStack() async throws
+    /// Brings it back, with both adapters under their names.
+    func startStack() async throws
     /// Restarts the stack, keeping what it stores (`bluetoothd` restarts and keeps its storage
     /// directory; a simulated radio keeps its bonds, so this does nothing there).
     func restartStack() async throws
@@ -35,6 +40,7 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
     case reconnectionKeepsSubscriptions
     case serviceChanges
     case serverRegisteringAgainKeepsSubscriptions
+    case aConnectUnderWayEndsWhenTheStackGoes
 
     public var testDescription: String { rawValue }
 
@@ -49,6 +55,7 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
             case .serviceChanges: try await Self.serviceChanges(backend)
             case .serverRegisteringAgainKeepsSubscriptions:
                 try await Self.serverRegisteringAgainKeepsSubscriptions(backend)
+            case .aConnectUnderWayEndsWhenTheStackGoes: try await Self.aConnectUnderWayEndsWhenTheStackGoes(backend)
             }
         } cleanup: {
             do {
@@ -101,6 +108,40 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
         let again = try await backend.peripheral.scan()
         // Nothing advertises to it: a short look ends the scan.
         _ = try? await again.first(timeout: .seconds(1))
+    }
+
+    /// The stack goes away while a connect looks for a device that is not there: the connect
+    /// ends then, with `adapterRemoved` or `daemonUnavailable`, not at its timeout; and once the
+    /// stack is back, the central's adapter works again.
+    static func aConnectUnderWayEndsWhenTheStackGoes(_ backend: some LifecycleScenarioBackend) async throws {
+        // No adapter of either backend has this address: the connect looks for it until its timeout.
+        let absent = BluetoothAddress("00:AA:01:0F:0F:0F")
+        let peripheral = backend.central.peripheral(address: absent)
+        let ended = try await withThrowingTaskGroup(of: BluetoothError?.self) { group in
+            // A child task: it runs where this scenario runs (the simulated clock's executor).
+            group.addTask {
+                do {
+                    try await peripheral.connect(timeout: .seconds(60))
+                    return nil
+                } catch let error as BluetoothError {
+                    return error
+                }
+            }
+            // Long enough for the connect to be under way (on BlueZ, looking for the address).
+            try await backend.pause(.seconds(1))
+            try await backend.stopStack()
+            return try await group.next() ?? nil
+        }
+        #expect([.adapterRemoved, .daemonUnavailable].contains(ended?.code), "\(String(describing: ended))")
+        #expect(await !peripheral.isConnected)
+
+        try await backend.startStack()
+        try await backend.central.waitUntilPowered(timeout: .seconds(10))
+        try await backend.peripheral.waitUntilPowered(timeout: .seconds(10))
+        #expect(await backend.central.state.isPresent)
+        // Its scans work again; nothing advertises, so a short look ends it.
+        let scan = try await backend.central.scan()
+        _ = try? await scan.first(timeout: .seconds(1))
     }
 
     static func knownDevicesAndConnectingByAddress(_ backend: some LifecycleScenarioBackend) async throws {

@@ -78,7 +78,8 @@ public actor Peripheral {
     /// - Parameter timeout: How long the whole connection may take, services included.
     /// - Throws: ``BluetoothError``: ``BluetoothError/Code/timeout`` when `timeout` elapses,
     ///   ``BluetoothError/Code/disconnected`` when the link drops before the services are resolved,
-    ///   or what BlueZ answered (for example ``BluetoothError/Code/connectionAttemptFailed`` with
+    ///   ``BluetoothError/Code/adapterRemoved`` or ``BluetoothError/Code/daemonUnavailable`` at once
+    ///   when the adapter or `bluetoothd` goes away meanwhile, or what BlueZ answered (for example ``BluetoothError/Code/connectionAttemptFailed`` with
     ///   BlueZ's reason such as `le-connection-abort-by-local`). `CancellationError` when the task
     ///   is cancelled. After a timeout or cancellation, Able disconnects so BlueZ stops trying.
     ///   ``BluetoothError/Code/invalidArguments`` for a negative `timeout`, before asking BlueZ.
