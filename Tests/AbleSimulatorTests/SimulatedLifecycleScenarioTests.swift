@@ -9,7 +9,16 @@ import Testing
 struct SimulatedLifecycleScenarioTests {
     @Test(arguments: LifecycleScenario.allCases)
     func scenario(_ scenario: LifecycleScenario) async throws {
-        try await scenario.run(on: SimulatedLifecycleScenarioBackend())
+        let backend = SimulatedLifecycleScenarioBackend()
+        guard scenario == .aConnectUnderWayEndsWhenTheStackGoes else {
+            try await scenario.run(on: backend)
+            return
+        }
+        // Exact time: the stack must go within the connect's 60 s. Outside `run` the clock
+        // guesses from quiet spells of real time, and a slow run (the thread sanitizer's) once
+        // let it reach the connect's deadline before the scenario, just woken from its pause,
+        // took the adapters away.
+        try await backend.radio.run { try await scenario.run(on: backend) }
     }
 }
 
