@@ -96,11 +96,7 @@ func sendSequence(
     // One array, refilled in place: `send` has let go of it when it returns, so it is not copied.
     var packet = [UInt8](repeating: 0x5A, count: size)
     for sequence in 0..<total {
-        packet.withUnsafeMutableBytes { bytes in
-            withUnsafeBytes(of: UInt64(sequence).littleEndian) { header in
-                bytes.copyMemory(from: UnsafeRawBufferPointer(rebasing: header.prefix(min(8, size))))
-            }
-        }
+        number(&packet, sequence)
         try await channel.send(packet)
     }
 }
@@ -109,17 +105,22 @@ func sendSequence(
 func sendBatches(on channel: L2CAPChannel, size: Int, total: Int) async throws {
     var sequence = 0
     while sequence < total {
-        let batch = (sequence..<min(sequence + l2capBatchLength, total)).map { number in
+        let batch = (sequence..<min(sequence + l2capBatchLength, total)).map { index in
             var packet = [UInt8](repeating: 0x5A, count: size)
-            packet.withUnsafeMutableBytes { bytes in
-                withUnsafeBytes(of: UInt64(number).littleEndian) { header in
-                    bytes.copyMemory(from: UnsafeRawBufferPointer(rebasing: header.prefix(min(8, size))))
-                }
-            }
+            number(&packet, index)
             return packet
         }
         try await channel.send(contentsOf: batch)
         sequence += batch.count
+    }
+}
+
+/// Writes `sequence` into the first 8 bytes of `packet` (little-endian; fewer if it is shorter).
+private func number(_ packet: inout [UInt8], _ sequence: Int) {
+    packet.withUnsafeMutableBytes { bytes in
+        withUnsafeBytes(of: UInt64(sequence).littleEndian) { header in
+            bytes.copyMemory(from: UnsafeRawBufferPointer(rebasing: header.prefix(min(8, bytes.count))))
+        }
     }
 }
 

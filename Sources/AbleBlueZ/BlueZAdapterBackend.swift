@@ -54,11 +54,7 @@ struct BlueZAdapterBackend: AdapterBackend {
             case .pairable(let on): ("Pairable", .boolean(on))
             case .alias(let alias): ("Alias", .string(alias))
             }
-        guard system.tree.interfaces(at: path) != nil else {
-            throw BluetoothError(
-                system.tree.owner == nil ? .daemonUnavailable : .adapterRemoved,
-                message: "adapter \(name) is not present")
-        }
+        if let absence = system.tree.adapterAbsence(path, "adapter \(name) is not present") { throw absence }
         try await system.setProperty(path, Self.interface, property, value)
     }
 

@@ -263,10 +263,8 @@ extension BlueZAdapterBackend: PairingAgentBackend {
     var pairingAgent: PairingAgent? { system.agents.standingAgent(of: name) }
 
     func setPairingAgent(_ agent: PairingAgent?) async throws {
-        if agent != nil, system.tree.interfaces(at: path) == nil {
-            throw BluetoothError(
-                system.tree.owner == nil ? .daemonUnavailable : .adapterRemoved,
-                message: "adapter \(name) is not present")
+        if agent != nil, let absence = system.tree.adapterAbsence(path, "adapter \(name) is not present") {
+            throw absence
         }
         try await system.agents.setStanding(agent, of: name, system: system)
     }

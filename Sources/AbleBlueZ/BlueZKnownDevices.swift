@@ -135,10 +135,10 @@ extension BlueZPeripheralBackend: BondBackend {
         }
         if found == true { return }
         try Task.checkCancellation()
-        if system.tree.interfaces(at: adapter) == nil {
-            throw BluetoothError(
-                system.tree.owner == nil ? .daemonUnavailable : .adapterRemoved,
-                message: "adapter \(adapter.lastElement) went away while looking for \(address)")
+        if let absence = system.tree.adapterAbsence(
+            adapter, "adapter \(adapter.lastElement) went away while looking for \(address)")
+        {
+            throw absence
         }
         throw BluetoothError(
             .timeout, message: "no device \(address) was found within \(timeout) (it must advertise to be found)")

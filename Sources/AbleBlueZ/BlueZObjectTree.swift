@@ -398,6 +398,14 @@ extension Optional where Wrapped == DBusValue {
 }
 
 extension BlueZObjectTree {
+    /// Why the adapter at `path` cannot be used, `nil` while it is on the bus:
+    /// ``BluetoothError/Code/daemonUnavailable`` when `bluetoothd` has left the bus, else
+    /// ``BluetoothError/Code/adapterRemoved``.
+    func adapterAbsence(_ path: DBusObjectPath, _ message: @autoclosure () -> String) -> BluetoothError? {
+        guard interfaces(at: path) == nil else { return nil }
+        return BluetoothError(owner == nil ? .daemonUnavailable : .adapterRemoved, message: message())
+    }
+
     /// `state()` now and then each time it differs after a change of the object at `path`; the
     /// stream ends when the tree stops following BlueZ, and stops the following when it is dropped.
     func states<State: Equatable & Sendable>(

@@ -59,10 +59,11 @@ struct BlueZPeripheralBackend: PeripheralBackend {
         var iterator = changes.makeAsyncIterator()
         while true {
             guard let properties else {
-                if let adapter = path.parent, system.tree.interfaces(at: adapter) == nil {
-                    throw BluetoothError(
-                        system.tree.owner == nil ? .daemonUnavailable : .adapterRemoved,
-                        message: "adapter \(adapter.lastElement) went away while connecting to \(address)")
+                if let adapter = path.parent,
+                    let absence = system.tree.adapterAbsence(
+                        adapter, "adapter \(adapter.lastElement) went away while connecting to \(address)")
+                {
+                    throw absence
                 }
                 throw BluetoothError(.disconnected, message: "\(address) went away while connecting")
             }

@@ -222,23 +222,28 @@ package final class ChannelCore: @unchecked Sendable {
             }
         }
         switch result {
-        case .success(let count) where count == packet.count:
-            return .sent
-        case .success(let count):
-            // SOCK_SEQPACKET sends are all or nothing; a short count means the peer got a
-            // truncated SDU and the stream of SDUs can no longer be trusted.
-            return .fatal(
-                BluetoothError(
-                    .internalError,
-                    message: "the socket took \(count) of the \(packet.count) bytes of an SDU; the channel cannot go on"
-                ))
-        case .failure(let errno) where errno.isWouldBlock:
-            return .wouldBlock
-        case .failure(let errno) where errno == .messageTooLong:
-            return .rejected(BluetoothError(errno, while: "sending an SDU of \(packet.count) bytes"))
-        case .failure(let errno):
-            return .fatal(BluetoothError(errno, while: "sending on the L2CAP channel"))
+        case .success(let count) where count == packet.count: return .sent
+        case .success(let count): return Self.shortSend(took: count, of: packet.count)
+        case .failure(let errno): return Self.failedSend(errno, length: packet.count)
         }
+    }
+
+    /// A send the socket took only part of. SOCK_SEQPACKET sends are all or nothing; a short
+    /// count means the peer got a truncated SDU and the stream of SDUs can no longer be trusted.
+    private static func shortSend(took count: Int, of length: Int) -> SendAttempt {
+        .fatal(
+            BluetoothError(
+                .internalError,
+                message: "the socket took \(count) of the \(length) bytes of an SDU; the channel cannot go on"))
+    }
+
+    /// What a send of an SDU of `length` bytes that failed with `errno` means.
+    private static func failedSend(_ errno: Errno, length: Int) -> SendAttempt {
+        if errno.isWouldBlock { return .wouldBlock }
+        if errno == .messageTooLong {
+            return .rejected(BluetoothError(errno, while: "sending an SDU of \(length) bytes"))
+        }
+        return .fatal(BluetoothError(errno, while: "sending on the L2CAP channel"))
     }
 
     /// At most how many packets one `sendmmsg(2)` carries.
@@ -301,21 +306,12 @@ package final class ChannelCore: @unchecked Sendable {
         }
         switch gather(0) {
         case .success(let taken):
-            for index in 0..<taken {
-                let length = packet(first + index).count
-                guard Int(messages[index].msg_len) != length else { continue }
-                // SOCK_SEQPACKET sends are all or nothing, as in attemptSend(_:).
-                let message =
-                    "the socket took \(messages[index].msg_len) of the \(length) bytes of an SDU; the channel cannot go on"
-                return (index, .fatal(BluetoothError(.internalError, message: message)))
+            for index in 0..<taken where Int(messages[index].msg_len) != vectors[index].iov_len {
+                return (index, Self.shortSend(took: Int(messages[index].msg_len), of: vectors[index].iov_len))
             }
             return (taken, taken < count ? .wouldBlock : nil)
-        case .failure(let errno) where errno.isWouldBlock:
-            return (0, .wouldBlock)
-        case .failure(let errno) where errno == .messageTooLong:
-            return (0, .rejected(BluetoothError(errno, while: "sending an SDU of \(packet(first).count) bytes")))
         case .failure(let errno):
-            return (0, .fatal(BluetoothError(errno, while: "sending on the L2CAP channel")))
+            return (0, Self.failedSend(errno, length: vectors[0].iov_len))
         }
     }
 
