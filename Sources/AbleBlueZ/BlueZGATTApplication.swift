@@ -187,7 +187,9 @@ final class BlueZGATTApplication: GATTServerBackend {
     {
         let options = try GATTRequestOptions(call, argument: 0)
         let result = await Result {
-            try await core.read(id, central: options.central, offset: options.offset, mtu: options.mtu)
+            try await core.read(
+                id, central: options.central, offset: options.offset, mtu: options.mtu,
+                abandonment: abandonment(of: call))
         }
         return [.bytes(try result.mapError { reply($0) }.get())]
     }
@@ -201,10 +203,16 @@ final class BlueZGATTApplication: GATTServerBackend {
         let result = await Result {
             try await core.write(
                 id, value: value, offset: options.offset, kind: options.writeKind, central: options.central,
-                mtu: options.mtu, prepared: options.prepareAuthorize)
+                mtu: options.mtu, prepared: options.prepareAuthorize, abandonment: abandonment(of: call))
         }
         try result.mapError { reply($0) }.get()
         return []
+    }
+
+    /// How the server answers `call` before its handler returns: with the D-Bus error reply that
+    /// BlueZ turns into ``ATTError/unlikelyError``.
+    static func abandonment(of call: DBusMethodCall) -> RequestAbandonment? {
+        call.earlyAnswer.map { answer in RequestAbandonment { answer.fail(reply(ATTError.unlikelyError)) } }
     }
 
     /// The error reply that makes BlueZ answer the central with `error`'s ATT code.

@@ -225,6 +225,49 @@ struct ExportTests {
     /// Async handlers start on the connection's queue: one that answers without suspending, one
     /// that sleeps, one that calls the bus through its own connection and one that throws are all
     /// answered, many at once, each with its own answer.
+    /// An early answer replies at once and cancels the handler, whose own answer is then dropped;
+    /// one given after the handler answered changes nothing.
+    @Test func anAsyncHandlersCallCanBeAnsweredEarly() async throws {
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            let answers = Locked<[DBusEarlyAnswer]>([])
+            let events = Locked<[String]>([])
+            try await server.export(
+                [
+                    DBusInterface(
+                        "org.example.Early",
+                        methods: [
+                            DBusMethod("Slow", in: "", out: "s") { call in
+                                answers.value.append(try #require(call.earlyAnswer))
+                                while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(5)) }
+                                events.value.append("cancelled")
+                                return [.string("late")]
+                            },
+                            DBusMethod("Fast", in: "", out: "s") { call in
+                                answers.value.append(try #require(call.earlyAnswer))
+                                return [.string("fast")]
+                            },
+                        ])
+                ], at: "/early")
+            let call = { @Sendable (method: String) in
+                try await client.call(
+                    destination: server.uniqueName, path: "/early", interface: "org.example.Early", method: method)
+            }
+            let slow = Task { try await call("Slow") }
+            try await waitUntil { answers.value.count == 1 }
+            answers.value[0].fail(DBusError(DBusError.Name(rawValue: "org.example.Error.Early"), "answered early"))
+            let error = await #expect(throws: DBusError.self) { try await slow.value }
+            #expect(error?.name.rawValue == "org.example.Error.Early")
+            #expect(error?.message == "answered early")
+            try await waitUntil { events.value == ["cancelled"] }
+
+            #expect(try await call("Fast") == [.string("fast")])
+            answers.value[1].fail(DBusError(.failed, "too late"))
+            answers.value[0].fail(DBusError(.failed, "twice"))
+            #expect(try await call("Fast") == [.string("fast")])
+        }
+    }
+
     @Test func asyncHandlersAnswerWhetherOrNotTheySuspend() async throws {
         try await withPrivateBus { bus, server in
             let client = try await bus.connect()

@@ -64,19 +64,22 @@ package final class GATTServerCore: Sendable {
         running.abandon(central)
     }
 
-    /// Runs a read or write handler: in a task of its own when the request names its central, so
-    /// that ``abandonRequests(of:)`` can answer it first.
-    private func runHandler<T: Sendable>(for central: Central?, _ handler: @escaping @Sendable () async throws -> T)
-        async throws -> T
-    {
+    /// Runs a read or write handler so that ``abandonRequests(of:)`` can answer it first when the
+    /// request names its central: through `abandonment`, or in a task of its own without it.
+    private func runHandler<T: Sendable>(
+        for central: Central?, abandonment: RequestAbandonment?, _ handler: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
         guard let central else { return try await handler() }
-        return try await running.run(for: central, handler)
+        return try await running.run(for: central, abandonment: abandonment, handler)
     }
 
-    /// Answers a read: the handler's value, or the stored one from `offset`.
+    /// Answers a read: the handler's value, or the stored one from `offset`. `abandonment` is how
+    /// the backend answers the request early (see ``RunningRequests``).
     ///
     /// - Throws: Only ``ATTError``: a handler's other errors become ``ATTError/unlikelyError``.
-    package func read(_ id: AttributeID, central: Central?, offset: Int, mtu: Int?) async throws -> [UInt8] {
+    package func read(
+        _ id: AttributeID, central: Central?, offset: Int, mtu: Int?, abandonment: RequestAbandonment? = nil
+    ) async throws -> [UInt8] {
         let characteristic = characteristic(id)
         let descriptor = id.descriptor.map { characteristic.descriptors[$0] }
         guard descriptor?.isReadable ?? characteristic.isReadable else { throw ATTError.readNotPermitted }
@@ -94,7 +97,7 @@ package final class GATTServerCore: Sendable {
             central: central, offset: offset, mtu: mtu, storedValue: stored)
         let value: [UInt8]
         do {
-            value = try await runHandler(for: central) { try await handler(request) }
+            value = try await runHandler(for: central, abandonment: abandonment) { try await handler(request) }
         } catch let error as ATTError {
             throw error
         } catch {
@@ -105,10 +108,11 @@ package final class GATTServerCore: Sendable {
     }
 
     /// Answers a write: checks it, runs the handler, and stores the result unless the handler
-    /// keeps the value itself.
+    /// keeps the value itself. `abandonment` is how the backend answers the request early (see
+    /// ``RunningRequests``).
     package func write(
         _ id: AttributeID, value: [UInt8], offset: Int, kind: WriteRequest.Kind, central: Central?, mtu: Int?,
-        prepared: Bool = false
+        prepared: Bool = false, abandonment: RequestAbandonment? = nil
     ) async throws {
         let characteristic = characteristic(id)
         let descriptor = id.descriptor.map { characteristic.descriptors[$0] }
@@ -127,7 +131,9 @@ package final class GATTServerCore: Sendable {
                 characteristicUUID: descriptor == nil ? nil : characteristic.uuid, value: value, offset: offset,
                 kind: kind, central: central, mtu: mtu, storedValue: stored, isPrepared: prepared)
             do {
-                response = try await runHandler(for: central) { try await handler(request) }
+                response = try await runHandler(for: central, abandonment: abandonment) {
+                    try await handler(request)
+                }
             } catch let error as ATTError {
                 throw error
             } catch {

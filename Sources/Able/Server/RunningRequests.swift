@@ -3,12 +3,17 @@ import AbleStreams
 /// The read and write handlers of a GATT server that are running, by the central that asked, so
 /// that the server can answer them at once when it disconnects that central.
 ///
-/// A handler runs in a task of its own, started immediately on the caller's thread (so a handler
-/// that does not suspend costs a task but no hop), preferring the caller's inherited executor; the
-/// request waits for whichever comes first, the handler's answer or ``abandon(_:)``. Abandoning answers
-/// the request with ``ATTError/unlikelyError`` and cancels the handler's task; what the handler
-/// returns after that is dropped. Requests that name no central, and stored values, which need no
-/// handler, never come here.
+/// Abandoning a request answers it with ``ATTError/unlikelyError`` and cancels its handler; what
+/// the handler returns after that is dropped. There are two ways to run a handler:
+/// - When the backend can answer a request before its handler returns (``RequestAbandonment``;
+///   BlueZ's D-Bus replies can), the handler runs in the request's own task, and abandoning it
+///   calls the backend's answer, which also cancels that task. No task is made.
+/// - Otherwise it runs in a task of its own, started immediately on the caller's thread (so a
+///   handler that does not suspend costs a task but no hop), preferring the caller's inherited
+///   executor; the request waits for whichever comes first, the handler's answer or
+///   ``abandon(_:)``.
+///
+/// Requests that name no central, and stored values, which need no handler, never come here.
 ///
 /// Why: `bluetoothd` (every version up to at least 5.87, bluez/bluez#2447) keeps a raw pointer to
 /// the ATT channel a request came on and answers through it whenever the application answers, or
@@ -34,9 +39,29 @@ final class RunningRequests: Sendable {
 
     /// Runs `handler` for a request of `central`, unless the server disconnects that central first.
     ///
+    /// - Parameter abandonment: How the backend answers the request and cancels the handler at
+    ///   once; then the handler runs here, in the caller's task. Without it the handler runs in a
+    ///   task of its own.
     /// - Throws: what the handler throws, or ``ATTError/unlikelyError`` when the request was
-    ///   abandoned.
-    func run<T: Sendable>(for central: Central, _ handler: @escaping @Sendable () async throws -> T) async throws -> T {
+    ///   abandoned, whatever the handler returned.
+    func run<T: Sendable>(
+        for central: Central, abandonment: RequestAbandonment?, _ handler: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        guard let abandonment else { return try await runInTask(for: central, handler) }
+        let id = state.withLock { state -> UInt64 in
+            state.nextID &+= 1
+            state.running[state.nextID] = Running(central: central.address, abandon: abandonment.answer)
+            return state.nextID
+        }
+        let result = await Result { try await handler() }
+        // Abandoned: the backend has answered, and what the handler returned must change nothing.
+        guard state.withLock({ $0.running.removeValue(forKey: id) }) != nil else { throw ATTError.unlikelyError }
+        return try result.get()
+    }
+
+    private func runInTask<T: Sendable>(for central: Central, _ handler: @escaping @Sendable () async throws -> T)
+        async throws -> T
+    {
         let id = state.withLock { state -> UInt64 in
             state.nextID &+= 1
             return state.nextID
@@ -83,5 +108,17 @@ final class RunningRequests: Sendable {
             request.task?.cancel()
             request.abandon()
         }
+    }
+}
+
+/// How a backend answers a server request at once with ``ATTError/unlikelyError``, before its
+/// handler returns, and cancels the handler; what the handler returns afterwards the backend drops.
+package struct RequestAbandonment: Sendable {
+    let answer: @Sendable () -> Void
+
+    /// - Parameter answer: Answers the request and cancels its handler; called at most once, from
+    ///   any thread.
+    package init(_ answer: @escaping @Sendable () -> Void) {
+        self.answer = answer
     }
 }

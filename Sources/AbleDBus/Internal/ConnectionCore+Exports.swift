@@ -75,17 +75,22 @@ extension ConnectionCore {
         case .immediate(let handler):
             replier.complete(Result { try handler(call) }, outputSignature: outputSignature)
         case .async(let handler):
+            var call = call
+            call.earlyAnswer = DBusEarlyAnswer(replier: replier, loop: loop)
             // The handler starts here, on the connection's loop, and runs on until it first
             // suspends; one that answers without suspending is answered at once, with no task
             // scheduled on another thread and no hop back.
-            Task.immediate { [self] in
+            let task = Task.immediate { [self, call] in
                 let result = await Result { try await handler(call) }
+                // An early answer may have answered the call already: then the result is dropped.
+                guard replier.claimAnswer() else { return }
                 if isOnLoop {
                     replier.complete(result, outputSignature: outputSignature)
                 } else {
                     loop.execute { replier.complete(result, outputSignature: outputSignature) }
                 }
             }
+            replier.handlerStarted(task)
         }
     }
 
@@ -187,6 +192,17 @@ final class Replier: @unchecked Sendable {
     // Touched only on the connection's event loop.
     private let core: ConnectionCore
     private let message: OpaquePointer
+    /// Where an asynchronous handler's call stands; any thread.
+    private let handler = Lock(HandlerState.running(nil))
+
+    private enum HandlerState {
+        /// Not answered yet; the handler's task once it has suspended.
+        case running(Task<Void, Never>?)
+        /// The handler's result answered the call.
+        case answered
+        /// ``answerEarly(_:loop:)`` answered it: the handler's task is cancelled.
+        case answeredEarly
+    }
 
     init(core: ConnectionCore, message: OpaquePointer) {
         self.core = core
@@ -218,6 +234,47 @@ final class Replier: @unchecked Sendable {
         core.sendWithoutReply(reply)
     }
 
+    /// Records the task of the call's asynchronous handler, once it has suspended or returned; an
+    /// early answer that came first cancels it.
+    func handlerStarted(_ task: Task<Void, Never>) {
+        let cancel = handler.withLock { state -> Bool in
+            switch state {
+            case .running: state = .running(task)
+            case .answered: break
+            case .answeredEarly: return true
+            }
+            return false
+        }
+        if cancel { task.cancel() }
+    }
+
+    /// Claims the right to answer an asynchronous handler's call with its result: `false` when an
+    /// early answer has answered it. Any thread.
+    func claimAnswer() -> Bool {
+        handler.withLock { state in
+            guard case .running = state else { return false }
+            state = .answered
+            return true
+        }
+    }
+
+    /// Answers the call with `error` unless it has been answered, and cancels its handler. Any
+    /// thread; the answer is sent on the loop.
+    func answerEarly(_ error: DBusError, loop: EventLoop) {
+        let running = handler.withLock { state -> Task<Void, Never>?? in
+            guard case .running(let task) = state else { return nil }
+            state = .answeredEarly
+            return .some(task)
+        }
+        guard let running else { return }
+        running?.cancel()
+        if loop.isOnLoop {
+            fail(error)
+        } else {
+            loop.execute { self.fail(error) }
+        }
+    }
+
     func complete(_ result: Result<[DBusValue], any Error>, outputSignature: DBusSignature) {
         switch result {
         case .success(let values):
@@ -233,5 +290,22 @@ final class Replier: @unchecked Sendable {
         case .failure(let error):
             fail(DBusError(.failed, String(describing: error)))
         }
+    }
+}
+
+/// A way to answer a method call before its asynchronous handler returns, for a server that must
+/// answer at once when the reason for the call goes away: Able's GATT server answers a central's
+/// requests before it disconnects the central, whatever their handlers are doing.
+///
+/// ``fail(_:)`` sends the error reply (on the connection's loop) and cancels the handler's task;
+/// what the handler returns or throws afterwards is dropped. Only the first answer of a call is
+/// sent: after the handler has returned, ``fail(_:)`` does nothing.
+package struct DBusEarlyAnswer: Sendable {
+    fileprivate let replier: Replier
+    fileprivate let loop: EventLoop
+
+    /// Answers the call with `error` now, unless it has been answered, and cancels its handler.
+    package func fail(_ error: DBusError) {
+        replier.answerEarly(error, loop: loop)
     }
 }

@@ -35,6 +35,9 @@ public struct DBusMethodCall: Sendable {
     public var member: String
     /// The call's arguments, already checked against the method's input signature.
     public var arguments: [DBusValue]
+    /// How the call can be answered before its asynchronous handler returns; `nil` for an
+    /// immediate handler and for a call made without a bus.
+    package var earlyAnswer: DBusEarlyAnswer?
 
     /// Creates a call, for testing handlers without a bus.
     public init(sender: String, path: DBusObjectPath, interface: String, member: String, arguments: [DBusValue]) {

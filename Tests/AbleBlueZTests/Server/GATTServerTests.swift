@@ -53,13 +53,16 @@ struct GATTServerTests {
         let events: Locked<[String]>
     }
 
-    func withServer(_ body: (Fixture, GATTServer) async throws -> Void) async throws {
+    func withServer(
+        _ definition: (Locked<[String]>) -> GATTServerDefinition = Self.definition(events:),
+        _ body: (Fixture, GATTServer) async throws -> Void
+    ) async throws {
         let bus = try PrivateBus()
         let fake = try await FakeBlueZ.start(on: bus)
         let system = try await BlueZSystem.open(on: try await bus.connect())
         let adapter = Adapter(backend: try await BlueZAdapterBackend.open(name: "hci1", system: system))
         let events = Locked<[String]>([])
-        let server = try await GATTServer.start(on: adapter, definition: Self.definition(events: events))
+        let server = try await GATTServer.start(on: adapter, definition: definition(events))
         try await body(Fixture(bus: bus, fake: fake, adapter: adapter, events: events), server)
         await server.close()
     }
@@ -163,6 +166,43 @@ struct GATTServerTests {
                 #expect(error?.name.rawValue == expected.bluezReply.name, "\(method) \(uuid)")
                 #expect(error?.message == expected.bluezReply.message, "\(method) \(uuid)")
             }
+        }
+    }
+
+    /// Disconnecting a central answers its request at once, through the D-Bus reply, while the
+    /// handler still runs; the handler is cancelled, and the `.store` it returns afterwards stores
+    /// nothing.
+    @Test func disconnectingACentralAnswersItsRunningRequestAndIgnoresItsHandler() async throws {
+        let slow: BluetoothUUID = "ABDD3056-28FA-441D-A470-55A75A525503"
+        let central = Central(address: "11:22:33:44:55:66")
+        let definition = { (events: Locked<[String]>) in
+            GATTServerDefinition {
+                Service(Self.service) { Characteristic(slow, properties: [.read, .write], value: [1]) }
+                OnWrite([slow]) { request in
+                    events.value.append("started by \(request.central?.address.description ?? "nobody")")
+                    while !Task.isCancelled { await Task.yield() }
+                    events.value.append("cancelled")
+                    return .store
+                }
+            }
+        }
+        try await withServer(definition) { fixture, server in
+            let connection = fixture.fake.connection
+            let owner = try #require(fixture.fake.application.value?.owner)
+            let path = try path(fixture.fake, slow)
+            let device = DBusValue.objectPath("/org/bluez/hci1/dev_11_22_33_44_55_66")
+            let write = Task {
+                try await connection.call(
+                    destination: owner, path: path, interface: "org.bluez.GattCharacteristic1", method: "WriteValue",
+                    arguments: [.bytes([7]), Self.options(["device": device])])
+            }
+            try await waitUntil { fixture.events.value.contains("started by 11:22:33:44:55:66") }
+            // The fake's Device1 has no Disconnect: the requests are answered before it is called.
+            _ = try? await server.disconnect(central)
+            let error = await #expect(throws: DBusError.self) { try await write.value }
+            #expect(error?.name.rawValue == ATTError.unlikelyError.bluezReply.name)
+            try await waitUntil { fixture.events.value.contains("cancelled") }
+            #expect(try await call(fixture, slow, "ReadValue", [Self.options()]) == [.bytes([1])])
         }
     }
 
