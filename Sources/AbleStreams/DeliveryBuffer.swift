@@ -222,7 +222,9 @@ extension DeliveryBuffer: DeferredWake {
 
 // Generic code called from another module runs unspecialized (a metadata lookup and value
 // witness calls for every value); these entry points are compiled here for byte arrays, the
-// elements of the busiest streams.
+// elements of the busiest streams. `@inlinable` would not help: Swift 6.3 serializes no body of a
+// `package` declaration for other modules (that takes its experimental package CMO, which needs
+// unsafe flags and library evolution), so only `public` code is specialized in its callers.
 extension DeliveryBuffer where Element == [UInt8] {
     /// ``yield(_:)`` for byte arrays.
     @discardableResult
