@@ -222,9 +222,6 @@ struct ExportTests {
         }
     }
 
-    /// Async handlers start on the connection's queue: one that answers without suspending, one
-    /// that sleeps, one that calls the bus through its own connection and one that throws are all
-    /// answered, many at once, each with its own answer.
     /// An early answer replies at once and cancels the handler, whose own answer is then dropped;
     /// one given after the handler answered changes nothing.
     @Test func anAsyncHandlersCallCanBeAnsweredEarly() async throws {
@@ -268,6 +265,9 @@ struct ExportTests {
         }
     }
 
+    /// Async handlers start on the connection's queue: one that answers without suspending, one
+    /// that sleeps, one that calls the bus through its own connection and one that throws are all
+    /// answered, many at once, each with its own answer.
     @Test func asyncHandlersAnswerWhetherOrNotTheySuspend() async throws {
         try await withPrivateBus { bus, server in
             let client = try await bus.connect()

@@ -180,7 +180,7 @@ struct GATTServerTests {
                 Service(Self.service) { Characteristic(slow, properties: [.read, .write], value: [1]) }
                 OnWrite([slow]) { request in
                     events.value.append("started by \(request.central?.address.description ?? "nobody")")
-                    while !Task.isCancelled { await Task.yield() }
+                    while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(5)) }
                     events.value.append("cancelled")
                     return .store
                 }
