@@ -90,7 +90,7 @@ struct HostilePeerTests {
     static let methodReturn: Int32 = 2  // DBUS_MESSAGE_TYPE_METHOD_RETURN
 
     /// Sends method returns for `serials` to `destination` from a connection of its own, on a
-    /// thread of its own (libdbus blocks there).
+    /// thread of its own (libdbus blocks there), and returns once `destination` has seen them all.
     static func forgeReplies(on address: String, to destination: String, serials: ClosedRange<UInt32>) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             Thread {
@@ -114,6 +114,20 @@ struct HostilePeerTests {
                     dbus_message_unref(reply)
                 }
                 dbus_connection_flush(forger)
+                // A round trip to the destination after the forgeries. It dispatches its messages
+                // in order, so once it has answered it has seen every forged reply, and none can
+                // still arrive for a call the test makes later with one of those serials.
+                guard let ping = dbus_message_new_method_call(destination, "/", "org.freedesktop.DBus.Peer", "Ping")
+                else {
+                    continuation.resume(throwing: DBusError(.noMemory, "cannot make the forger's ping"))
+                    return
+                }
+                defer { dbus_message_unref(ping) }
+                guard let answer = dbus_connection_send_with_reply_and_block(forger, ping, 20_000, nil) else {
+                    continuation.resume(throwing: DBusError(.failed, "no answer to the forger's ping"))
+                    return
+                }
+                dbus_message_unref(answer)
                 continuation.resume()
             }.start()
         }
