@@ -37,28 +37,18 @@ nonisolated func receiveNotifications(_ stream: NotificationStream, count: Int, 
 nonisolated func receiveNotificationsInHandler(_ stream: NotificationStream, count: Int, progress: Progress)
     async throws -> SequenceCheck
 {
-    let check = Lock(SequenceCheck())
+    let check = SharedSequenceCheck(count: count, progress: progress)
     let reached = AsyncStream<Void>.makeStream()
     let consumer = Task {
         try await stream.forEach { value in
-            let done = check.withLock { check -> Bool in
-                // A value of the wrong length counts as lost: the check below then fails the run.
-                guard let sequence = try? FakeBlueZShape.sequenceNumber(of: value) else {
-                    check.lost += 1
-                    return true
-                }
-                check.note(sequence)
-                progress.received.store(check.received, ordering: .relaxed)
-                return check.expected >= count
-            }
-            if done { reached.continuation.finish() }
+            if check.note(try? FakeBlueZShape.sequenceNumber(of: value)) { reached.continuation.finish() }
         }
     }
     // Also ends when this task is cancelled (the watchdog's doing).
     for await _ in reached.stream {}
     consumer.cancel()
     try await consumer.value
-    return check.withLock { $0 }
+    return check.result
 }
 
 /// Where `central-notifications` and `central-notify-socket` take the values.

@@ -1,4 +1,5 @@
 import AbleDBus
+import AbleStreams
 import Synchronization
 
 /// What `Benchmarks/C/signal-emitter.c` sends: BlueZ's notification of a characteristic's new value.
@@ -118,26 +119,109 @@ extension SequenceCheck {
     }
 }
 
+/// Where `signals` takes the signals.
+enum SignalConsumer: String {
+    /// A `for try await` loop over `signals(matching:)` in a task on the global executor.
+    case global
+    /// The same loop in an actor that shares the connection's executor.
+    case shared
+    /// `subscribe(matching:handler:)`: the handler, called on the connection's event loop with
+    /// each decoded signal; no buffer and no task per signal.
+    case handler
+}
+
 /// Subscribes, prints `READY` (the script then starts the emitter), and receives `count` signals;
 /// gives up after 5 s without one (30 s before the first).
-func runSignals(address: String, count: Int, bufferLimit: Int, placement: Placement) async throws -> Measurement {
+func runSignals(address: String, count: Int, bufferLimit: Int, consumer: SignalConsumer) async throws -> Measurement {
     let connection = try await DBusConnection.connect(to: .address(address))
+    let measurement =
+        switch consumer {
+        case .handler: try await receiveInHandler(on: connection, count: count)
+        case .global, .shared:
+            try await receiveFromStream(
+                on: connection, count: count, bufferLimit: bufferLimit, onConnectionExecutor: consumer == .shared)
+        }
+    await connection.close()
+    return measurement
+}
+
+/// `signals` through a `for try await` loop over `signals(matching:)`.
+private func receiveFromStream(
+    on connection: DBusConnection, count: Int, bufferLimit: Int, onConnectionExecutor: Bool
+) async throws -> Measurement {
     let runner = SharedExecutorRunner(connection)
     let stream = try await connection.signals(matching: NotificationShape.rule, bufferLimit: bufferLimit)
     let progress = Progress()
     let start = Mark.now()
     printAndFlush("READY")
     let receiving = Task.detached {
-        switch placement {
-        case .global: try await receiveOnGlobalExecutor(stream, count: count, progress: progress)
-        case .shared: try await runner.receive(stream, count: count, progress: progress)
+        if onConnectionExecutor {
+            try await runner.receive(stream, count: count, progress: progress)
+        } else {
+            try await receiveOnGlobalExecutor(stream, count: count, progress: progress)
         }
     }
     let watchdog = startWatchdog(cancelling: receiving, progress: progress)
     let check = try await receiving.value
     let end = Mark.now()
     watchdog.cancel()
-    let dropped = stream.droppedCount
-    await connection.close()
-    return check.measurement(expecting: count, start: start, end: end, dropped: dropped)
+    return check.measurement(expecting: count, start: start, end: end, dropped: stream.droppedCount)
+}
+
+/// `signals` through ``SignalConsumer/handler``: each signal is decoded and checked in the
+/// handler, on the event loop, until `count` have been expected.
+private func receiveInHandler(on connection: DBusConnection, count: Int) async throws -> Measurement {
+    let check = SharedSequenceCheck(count: count)
+    let reached = AsyncStream<Void>.makeStream()
+    let subscription = try await connection.subscribe(matching: NotificationShape.rule) { signal in
+        if check.note(try? NotificationShape.sequenceNumber(of: signal)) { reached.continuation.finish() }
+    }
+    let start = Mark.now()
+    printAndFlush("READY")
+    // Ends when the handler has seen `count`, or when the watchdog cancels it (an `AsyncStream`'s
+    // loop ends with its task's cancellation).
+    let receiving = Task<SequenceCheck, any Error> {
+        for await _ in reached.stream {}
+        return check.result
+    }
+    let watchdog = startWatchdog(cancelling: receiving, progress: check.progress)
+    let result = try await receiving.value
+    let end = Mark.now()
+    watchdog.cancel()
+    subscription.cancel()
+    return result.measurement(expecting: count, start: start, end: end, dropped: 0)
+}
+
+/// A ``SequenceCheck`` fed by a handler that other threads call, one value at a time.
+final class SharedSequenceCheck: Sendable {
+    private let check = Lock(SequenceCheck())
+    private let count: Int
+    /// How many values were noted, for the watchdog.
+    let progress: Progress
+
+    /// A check that is done when `count` values have been expected, and tells `progress` how many
+    /// it has seen.
+    init(count: Int, progress: Progress = Progress()) {
+        self.count = count
+        self.progress = progress
+    }
+
+    /// Notes a value's sequence number; `nil` (a value of another shape) counts as lost, which
+    /// fails the run.
+    ///
+    /// - Returns: Whether the check is done: `count` values expected, or a value of another shape.
+    func note(_ sequence: UInt64?) -> Bool {
+        check.withLock { check in
+            guard let sequence else {
+                check.lost += 1
+                return true
+            }
+            check.note(sequence)
+            progress.received.store(check.received, ordering: .relaxed)
+            return check.expected >= count
+        }
+    }
+
+    /// What the check saw so far.
+    var result: SequenceCheck { check.withLock { $0 } }
 }

@@ -8,7 +8,7 @@
 // gatt`): the central prints its own figure lines, against `gatt-reference.c`.
 //
 // To add a command, add an entry to `commands`: its name, its arguments after the name, and what
-// it runs. Arguments are read with `integer(_:)` and `placement(_:)`.
+// it runs. Arguments are read with `integer(_:)`, `placement(_:)` and `signalConsumer(_:)`.
 import Able
 
 #if canImport(Glibc)
@@ -32,9 +32,9 @@ let commands: [Command] = [
             address: a[0], count: integer(a[1]), window: integer(a[2]), warmup: integer(a[3]),
             placement: placement(a[4]))
     },
-    Command(name: "signals", arguments: ["ADDRESS", "N", "BUFFER_LIMIT", "global|shared"]) { a in
+    Command(name: "signals", arguments: ["ADDRESS", "N", "BUFFER_LIMIT", "global|shared|handler"]) { a in
         try await runSignals(
-            address: a[0], count: integer(a[1]), bufferLimit: integer(a[2]), placement: placement(a[3]))
+            address: a[0], count: integer(a[1]), bufferLimit: integer(a[2]), consumer: signalConsumer(a[3]))
     },
     Command(name: "central-notifications", arguments: ["ADDRESS", "N"]) { a in
         try await runCentralNotifications(address: a[0], count: integer(a[1]))
@@ -107,6 +107,14 @@ func placement(_ text: String) -> Placement {
         exit(2)
     }
     return placement
+}
+
+func signalConsumer(_ text: String) -> SignalConsumer {
+    guard let consumer = SignalConsumer(rawValue: text) else {
+        print(usage)
+        exit(2)
+    }
+    return consumer
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())

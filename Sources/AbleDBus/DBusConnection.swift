@@ -283,7 +283,10 @@ public actor DBusConnection {
     /// connection's event loop as it is dispatched: no buffer, no task, no hop.
     ///
     /// This is the fast path for code that fans signals out itself (Able's notification streams
-    /// use it). The handler must return quickly and never block.
+    /// use it). The handler must return quickly and never block. At a high rate of signals it
+    /// costs about a quarter less CPU per signal than a loop over ``signals(matching:bufferLimit:)``
+    /// (`Scripts/bench dbus`, dbus-signal-propertieschanged), which pays for the buffer and for
+    /// resuming the consuming task.
     ///
     /// - Parameters:
     ///   - rule: Which signals to receive.
