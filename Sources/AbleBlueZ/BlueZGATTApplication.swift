@@ -186,12 +186,15 @@ final class BlueZGATTApplication: GATTServerBackend {
     static func readValue(_ core: GATTServerCore, _ id: AttributeID, _ call: DBusMethodCall) async throws -> [DBusValue]
     {
         let options = try GATTRequestOptions(call, argument: 0)
-        let result = await Result {
-            try await core.read(
+        let value: [UInt8]
+        do {
+            value = try await core.read(
                 id, central: options.central, offset: options.offset, mtu: options.mtu,
                 abandonment: abandonment(of: call))
+        } catch {
+            throw reply(error)
         }
-        return [.bytes(try result.mapError { reply($0) }.get())]
+        return [.bytes(value)]
     }
 
     /// Answers `WriteValue` of a characteristic or descriptor.
@@ -200,12 +203,13 @@ final class BlueZGATTApplication: GATTServerBackend {
     {
         let options = try GATTRequestOptions(call, argument: 1)
         let value = try call.argument(0, as: [UInt8].self)
-        let result = await Result {
+        do {
             try await core.write(
                 id, value: value, offset: options.offset, kind: options.writeKind, central: options.central,
                 mtu: options.mtu, prepared: options.prepareAuthorize, abandonment: abandonment(of: call))
+        } catch {
+            throw reply(error)
         }
-        try result.mapError { reply($0) }.get()
         return []
     }
 

@@ -12,33 +12,35 @@
 /// race. Every lock in Able is a `Lock`, so that choosing another primitive is a change to this
 /// file alone.
 ///
-/// The mutex and the value live on the heap, where they never move. The lock is not
-/// recursive: calling `withLock` again from inside the body deadlocks.
+/// The mutex and the value live together in one heap object, where they never move: a lock costs
+/// one allocation, however many copies of it are made (every copy is the same lock).
+/// The lock is not recursive: calling `withLock` again from inside the body deadlocks.
 ///
 /// Keep a closure in a struct rather than as the value itself (`Lock<(() -> Void)?>`): in a debug
 /// build, every `withLock` on a bare function-typed value wraps it in one more reabstraction
 /// thunk, so the value grows with each access and calling it at last can overflow the stack.
-package final class Lock<Value>: @unchecked Sendable {
+package struct Lock<Value>: @unchecked Sendable {
+    /// The value as the buffer's header, the mutex as its one element.
+    private final class Storage: ManagedBuffer<Value, pthread_mutex_t> {
+        deinit {
+            _ = withUnsafeMutablePointerToElements { pthread_mutex_destroy($0) }
+        }
+    }
+
+    /// What keeps the value and the mutex alive.
+    private let storage: Storage
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     // The lock gives the value a region of its own, as `Mutex` does: only its holder reaches it.
     nonisolated(unsafe) private let value: UnsafeMutablePointer<Value>
 
     /// A lock guarding `initialValue`.
-    package init(_ initialValue: consuming sending Value) {
-        mutex = .allocate(capacity: 1)
+    package init(_ initialValue: sending Value) {
+        storage = unsafeDowncast(Storage.create(minimumCapacity: 1) { _ in initialValue }, to: Storage.self)
+        // A `ManagedBuffer`'s header and elements never move while it lives, and `storage` keeps it.
+        (value, mutex) = storage.withUnsafeMutablePointers { ($0, $1) }
         mutex.initialize(to: pthread_mutex_t())
         let status = pthread_mutex_init(mutex, nil)
         precondition(status == 0, "pthread_mutex_init failed: \(status)")
-        value = .allocate(capacity: 1)
-        value.initialize(to: initialValue)
-    }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deinitialize(count: 1)
-        mutex.deallocate()
-        value.deinitialize(count: 1)
-        value.deallocate()
     }
 
     /// Runs `body` with exclusive access to the value, waiting for the lock first.

@@ -50,13 +50,16 @@ extension ConnectionCore {
         case Self.objectManagerInterface where object.isObjectManager && member == "GetManagedObjects":
             replier.reply([managedObjects(below: path)])
         default:
-            let candidates =
-                interface.isEmpty ? Array(object.interfaces.values) : object.interfaces[interface].map { [$0] } ?? []
-            guard !candidates.isEmpty else {
+            let found: DBusMethod?
+            if interface.isEmpty, !object.interfaces.isEmpty {
+                found = object.interfaces.values.lazy.flatMap(\.methods).first { $0.name == member }
+            } else if let named = object.interfaces[interface] {
+                found = named.methods.first { $0.name == member }
+            } else {
                 replier.fail(DBusError(.unknownInterface, "\(pathText) has no interface \(interface)"))
                 return
             }
-            guard let method = candidates.lazy.flatMap(\.methods).first(where: { $0.name == member }) else {
+            guard let method = found else {
                 replier.fail(DBusError(.unknownMethod, "\(interface).\(member) does not exist at \(pathText)"))
                 return
             }
@@ -81,7 +84,14 @@ extension ConnectionCore {
             // suspends; one that answers without suspending is answered at once, with no task
             // scheduled on another thread and no hop back.
             let task = Task.immediate { [self, call] in
-                let result = await Result { try await handler(call) }
+                // Not `Result(catching:)`: that generic initializer lives in another module, where
+                // it runs unspecialized, looking up metadata on every request.
+                let result: Result<[DBusValue], any Error>
+                do {
+                    result = .success(try await handler(call))
+                } catch {
+                    result = .failure(error)
+                }
                 // An early answer may have answered the call already: then the result is dropped.
                 guard replier.claimAnswer() else { return }
                 if isOnLoop {
@@ -278,8 +288,13 @@ final class Replier: @unchecked Sendable {
     func complete(_ result: Result<[DBusValue], any Error>, outputSignature: DBusSignature) {
         switch result {
         case .success(let values):
-            let signature = values.map(\.signature.rawValue).joined()
-            guard signature == outputSignature.rawValue else {
+            // One value, the usual reply, is checked without building the joined signature.
+            let matches =
+                values.count == 1
+                ? values[0].signature == outputSignature
+                : values.map(\.signature.rawValue).joined() == outputSignature.rawValue
+            guard matches else {
+                let signature = values.map(\.signature.rawValue).joined()
                 core.log("a handler returned (\(signature)) where (\(outputSignature)) was declared")
                 fail(DBusError(.failed, "the handler returned (\(signature)), not (\(outputSignature))"))
                 return

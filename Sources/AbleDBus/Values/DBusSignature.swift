@@ -100,6 +100,9 @@ public struct DBusSignature: RawRepresentable, Hashable, Sendable, CustomStringC
     /// A variant (`v`).
     public static let variant: DBusSignature = "v"
 
+    /// An array of bytes (`ay`), what ``DBusValue/bytes(_:)`` carries.
+    static let bytes = DBusSignature(unchecked: "ay")
+
     /// The signature of an array of `element`.
     public static func array(_ element: DBusSignature) -> DBusSignature {
         DBusSignature(unchecked: "a" + element.rawValue)

@@ -48,7 +48,7 @@ public enum DBusValue: Hashable, Sendable {
         case .signature: .signature
         case .unixFD: .unixFD
         case .array(let element, _): .array(element)
-        case .bytes: "ay"
+        case .bytes: .bytes
         case .dictionary(let key, let value, _): .dictionary(key, value)
         case .structure(let fields): .structure(fields.map(\.signature))
         case .variant: .variant
