@@ -201,6 +201,7 @@ final class PacketReceiver: @unchecked Sendable {
     }
 
     /// An array of exactly these bytes.
+    ///
     /// Not `[UInt8](unsafeUninitializedCapacity:initializingWith:)`: that looks up the array
     /// storage's generic metadata on every call (a 20-byte copy took 64 ns that way against 38 ns
     /// this way, measured apart), once per received value.
