@@ -99,21 +99,30 @@ struct ProcessSample: Sendable, CustomStringConvertible {
     var openFileDescriptors: Int
     /// What each open descriptor refers to (`socket:[…]`, `anon_inode:[eventfd]`, a path).
     var fileDescriptorTargets: [String]
+    /// The anonymous part of ``residentKiB`` (`RssAnon`: the heap, stacks, the runtime's own), and
+    /// the part backed by files (`RssFile`: code and data of the program and its libraries, which
+    /// the kernel may drop and read again at any time); printed, to tell them apart.
+    var anonymousKiB = 0
+    var fileKiB = 0
 
     /// The sample now; zeros where `/proc` is missing.
     static func now() -> ProcessSample {
-        let status = ProcFS.read("/proc/self/status") ?? ""
-        let rss =
-            status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
-            .flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") } ?? 0
+        let status = (ProcFS.read("/proc/self/status") ?? "").split(separator: "\n")
+        /// A `Name:   1234 kB` line of the status, in KiB.
+        func kibibytes(_ name: String) -> Int {
+            status.first { $0.hasPrefix(name + ":") }
+                .flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") } ?? 0
+        }
         let heap = mallinfo2()
         let targets = ProcFS.descriptorTargets()
         return ProcessSample(
-            residentKiB: rss, heapInUseKiB: (heap.uordblks + heap.hblkhd) / 1024, openFileDescriptors: targets.count,
-            fileDescriptorTargets: targets)
+            residentKiB: kibibytes("VmRSS"), heapInUseKiB: (heap.uordblks + heap.hblkhd) / 1024,
+            openFileDescriptors: targets.count, fileDescriptorTargets: targets, anonymousKiB: kibibytes("RssAnon"),
+            fileKiB: kibibytes("RssFile"))
     }
 
     var description: String {
-        "\(residentKiB) KiB resident, \(heapInUseKiB) KiB heap in use, \(openFileDescriptors) fds"
+        "\(residentKiB) KiB resident (\(anonymousKiB) anonymous, \(fileKiB) file-backed), \(heapInUseKiB) KiB heap in use,"
+            + " \(openFileDescriptors) fds"
     }
 }

@@ -2,13 +2,23 @@
 struct SoakReport: Sendable {
     /// The kinds of operation each of which must have completed at least once.
     static let requiredKinds = ["read", "write", "notification", "l2cap echo"]
-    /// The most resident memory may grow over the second half of the soak, as a fraction.
+    /// The most resident memory may grow over the second half of the soak, as a fraction of the
+    /// most it held in the first half (a quarter of the way or in the middle).
     ///
     /// The first half is the warm-up: its faults (one every 20–30 s, a bluetoothd restart first)
     /// run the recovery paths for the first time, which pages in their code and sizes caches and
     /// buffers once. Growth after that is a leak's. (A 2-minute soak that ended its warm-up at a
     /// quarter, before the first fault, failed at 15 %: all of it across the first bluetoothd
     /// restart, and none after.)
+    ///
+    /// The measure is against the first half's peak, not the middle alone, because resident memory
+    /// also falls: the kernel drops file-backed pages (the program's and its libraries' code, most
+    /// of its resident memory) and reads them again when they are next run. A 2-minute soak on
+    /// BlueZ 5.82 read 16,524 KiB a quarter of the way, 14,644 in the middle and 16,668 at the end,
+    /// with the heap in use falling from 666 to 631 KiB over the second half: 13.8 % above the
+    /// middle, 0.9 % above the peak. The dip was file-backed: the same soak's anonymous memory is
+    /// 1.1–1.5 MiB in all, its file-backed 11.7–13.3 MiB (the split is printed since). A leak grows
+    /// the anonymous part, and still grows resident memory past the peak.
     ///
     /// The heap in use is printed beside it, not judged: it follows what bluetoothd exports, which
     /// Able's object tree mirrors (a connected device's GATT objects are about 100 KiB of it), so
@@ -54,13 +64,17 @@ struct SoakReport: Sendable {
                 .map { "\($0) \($1.map { "\(value($0))" } ?? "-")" }.joined(separator: ", ")
         }
         lines.append(row("resident memory (KiB)", \.residentKiB))
+        lines.append(row("  of it anonymous (KiB)", \.anonymousKiB))
+        lines.append(row("  of it file-backed (KiB)", \.fileKiB))
         lines.append(row("heap in use (KiB)", \.heapInUseKiB))
         lines.append(row("open fds", \.openFileDescriptors))
         if let middle = samples.middle, let end = samples.end, middle.residentKiB > 0 {
-            let growth = Double(end.residentKiB - middle.residentKiB) / Double(middle.residentKiB)
-            lines.append("resident memory growth over the second half: \((growth * 100).formatted(places: 1)) %")
+            let peak = max(middle.residentKiB, samples.quarter?.residentKiB ?? 0)
+            let growth = Double(end.residentKiB - peak) / Double(peak)
+            let percent = (growth * 100).formatted(places: 1)
+            lines.append("resident memory growth over the second half, against the first half's peak: \(percent) %")
             if growth >= Self.allowedGrowth {
-                failures.append("resident memory grew \((growth * 100).formatted(places: 1)) % over the second half")
+                failures.append("resident memory grew \(percent) % past the first half's peak")
             }
         } else {
             failures.append("memory not sampled")
