@@ -53,13 +53,7 @@ final class RunningRequests: Sendable {
             state.running[state.nextID] = Running(central: central.address, abandon: abandonment.answer)
             return state.nextID
         }
-        // Not `Result(catching:)`, which runs unspecialized here (it lives in another module).
-        let result: Result<T, any Error>
-        do {
-            result = .success(try await handler())
-        } catch {
-            result = .failure(error)
-        }
+        let result = await Result { try await handler() }
         // Abandoned: the backend has answered, and what the handler returned must change nothing.
         guard state.withLock({ $0.running.removeValue(forKey: id) }) != nil else { throw ATTError.unlikelyError }
         return try result.get()

@@ -84,14 +84,7 @@ extension ConnectionCore {
             // suspends; one that answers without suspending is answered at once, with no task
             // scheduled on another thread and no hop back.
             let task = Task.immediate { [self, call] in
-                // Not `Result(catching:)`: that generic initializer lives in another module, where
-                // it runs unspecialized, looking up metadata on every request.
-                let result: Result<[DBusValue], any Error>
-                do {
-                    result = .success(try await handler(call))
-                } catch {
-                    result = .failure(error)
-                }
+                let result = await Result { try await handler(call) }
                 // An early answer may have answered the call already: then the result is dropped.
                 guard replier.claimAnswer() else { return }
                 if isOnLoop {
@@ -288,13 +281,13 @@ final class Replier: @unchecked Sendable {
     func complete(_ result: Result<[DBusValue], any Error>, outputSignature: DBusSignature) {
         switch result {
         case .success(let values):
+            func joinedSignature() -> String { values.map(\.signature.rawValue).joined() }
             // One value, the usual reply, is checked without building the joined signature.
             let matches =
                 values.count == 1
-                ? values[0].signature == outputSignature
-                : values.map(\.signature.rawValue).joined() == outputSignature.rawValue
+                ? values[0].signature == outputSignature : joinedSignature() == outputSignature.rawValue
             guard matches else {
-                let signature = values.map(\.signature.rawValue).joined()
+                let signature = joinedSignature()
                 core.log("a handler returned (\(signature)) where (\(outputSignature)) was declared")
                 fail(DBusError(.failed, "the handler returned (\(signature)), not (\(outputSignature))"))
                 return
