@@ -60,11 +60,11 @@ struct HostileBlueZTests {
 
         /// Waits until the resources are back to `baseline` and stay there for three looks in a
         /// row (work that ends asynchronously, such as a `StopDiscovery` after a scan, may start
-        /// after a first look), failing after 5 s.
+        /// after a first look), failing after `Duration.safetyNet`.
         func expectBack(to baseline: Resources, sourceLocation: SourceLocation = #_sourceLocation) async throws {
             var now = try await resources()
             var steady = 0
-            let deadline = ContinuousClock.now + .seconds(5)
+            let deadline = ContinuousClock.now + .safetyNet
             while steady < 3, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
                 now = try await resources()
@@ -116,7 +116,7 @@ struct HostileBlueZTests {
                             .constant("ServiceData", [UInt16(1): DBusVariant("x")]),
                         ])
                 ], at: setup.fake.devicePath("00:11:22:33:44:02", on: "hci0"))
-            let discovery = try await scan.first(timeout: .seconds(5))
+            let discovery = try await scan.first(timeout: .safetyNet)
             #expect(discovery.address == BluetoothAddress("00:11:22:33:44:02"))
             #expect(discovery.rssi == nil)
             #expect(discovery.advertisement == AdvertisementData())
@@ -146,7 +146,7 @@ struct HostileBlueZTests {
         try await withSetup { setup in
             setup.device.leavesTheBusAfterConnect.value = true
             let error = await #expect(throws: BluetoothError.self) {
-                try await setup.peripheral.connect(timeout: .seconds(5))
+                try await setup.peripheral.connect(timeout: .safetyNet)
             }
             #expect(error?.code == .daemonUnavailable, "\(String(describing: error))")
             #expect(error.map(ReconnectPolicy.isTransient) == true)
@@ -168,7 +168,7 @@ struct HostileBlueZTests {
 
     @Test func aCharacteristicRemovedBeforeItsFirstValueEndsItsStream() async throws {
         try await withSetup { setup in
-            try await setup.peripheral.connect(timeout: .seconds(5))
+            try await setup.peripheral.connect(timeout: .safetyNet)
             let baseline = try await setup.resources()
             setup.device.removesCharacteristicOnStartNotify.value = true
             setup.device.startNotifyDelay.value = .milliseconds(100)
@@ -241,7 +241,7 @@ struct HostileBlueZTests {
 
     @Test func aFloodOfNotificationsIsBoundedAndCounted() async throws {
         try await withSetup { setup in
-            try await setup.peripheral.connect(timeout: .seconds(5))
+            try await setup.peripheral.connect(timeout: .safetyNet)
             let baseline = try await setup.resources()
             let values = try await setup.peripheral.notifications(of: SeedCharacteristic.b2)
             let sent = Self.notificationBuffer + 5_000

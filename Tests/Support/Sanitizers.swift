@@ -30,3 +30,12 @@ extension Duration {
     /// under a sanitizer.
     public var allowingForSanitizers: Duration { self * Sanitizers.slowdown }
 }
+
+extension Duration {
+    /// The limit for something a test expects to happen, a connection or a scan's first result
+    /// against the fake BlueZ: a safety net for a hang, not a measure (30 s, stretched by
+    /// ``Sanitizers/slowdown``). A shared machine stalls for 10 s at times, and a loaded one held a
+    /// test's tasks for over 5 s, so a limit of a few seconds fails there with nothing wrong.
+    /// A test of a timeout itself gives its own short one.
+    public static var safetyNet: Duration { .seconds(30).allowingForSanitizers }
+}

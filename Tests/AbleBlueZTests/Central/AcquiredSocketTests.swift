@@ -23,7 +23,7 @@ struct AcquiredSocketTests {
     @Test func writesWithoutResponseGoIntoTheGrantedSocketAndNotOverTheBus() async throws {
         try await peripheralTests.withDevice { _, device, _, peripheral in
             device.acquireAnswer.value = nil
-            try await peripheral.connect(timeout: .seconds(5))
+            try await peripheral.connect(timeout: .safetyNet)
             let values = (1...50).map { [UInt8($0), 0xEE] }
             try await peripheral.writeWithoutResponse(values, to: SeedCharacteristic.a1)
             #expect(device.acquisitions.value == ["AcquireWrite:char0011"])
@@ -47,7 +47,7 @@ struct AcquiredSocketTests {
     func aRefusedAcquireWriteFallsBackToWriteValue(refusal: String) async throws {
         try await peripheralTests.withDevice { _, device, _, peripheral in
             device.acquireAnswer.value = (refusal, "refused")
-            try await peripheral.connect(timeout: .seconds(5))
+            try await peripheral.connect(timeout: .safetyNet)
             try await peripheral.write([1], to: SeedCharacteristic.a1, type: .withoutResponse)
             try await peripheral.write([2], to: SeedCharacteristic.a1, type: .withoutResponse)
             #expect(device.calls.value.filter { $0 == "WriteValue:command" }.count == 2)
@@ -61,7 +61,7 @@ struct AcquiredSocketTests {
     @Test func aSocketBlueZClosedIsAcquiredAgainOnTheNextWrite() async throws {
         try await peripheralTests.withDevice { _, device, _, peripheral in
             device.acquireAnswer.value = nil
-            try await peripheral.connect(timeout: .seconds(5))
+            try await peripheral.connect(timeout: .safetyNet)
             try await peripheral.write([1], to: SeedCharacteristic.a1, type: .withoutResponse)
             let first = try #require(device.socketEnds.value["AcquireWrite:char0011"])
             close(first)
@@ -82,7 +82,7 @@ struct AcquiredSocketTests {
     @Test func aWriteWithResponseReleasesTheSocketAndTheNextWriteWithoutResponseAcquiresAnother() async throws {
         try await peripheralTests.withDevice { _, device, _, peripheral in
             device.acquireAnswer.value = nil
-            try await peripheral.connect(timeout: .seconds(5))
+            try await peripheral.connect(timeout: .safetyNet)
             for value in 1...3 {
                 try await peripheral.write([UInt8(value)], to: SeedCharacteristic.a1, type: .withoutResponse)
             }
@@ -109,7 +109,7 @@ struct AcquiredSocketTests {
     ) async throws {
         try await peripheralTests.withDevice { _, device, _, peripheral in
             device.acquireAnswer.value = (refusal, "refused")
-            try await peripheral.connect(timeout: .seconds(5))
+            try await peripheral.connect(timeout: .safetyNet)
             let error = await #expect(throws: BluetoothError.self) {
                 try await peripheral.notifications(of: SeedCharacteristic.b2, delivery: .socket)
             }
@@ -126,7 +126,7 @@ struct AcquiredSocketTests {
     @Test func notificationsComeFromTheSocketAndEndWithATypedErrorWhenBlueZClosesIt() async throws {
         try await peripheralTests.withDevice { _, device, _, peripheral in
             device.acquireAnswer.value = nil
-            try await peripheral.connect(timeout: .seconds(5))
+            try await peripheral.connect(timeout: .safetyNet)
             let stream = try await peripheral.notifications(of: SeedCharacteristic.b2, delivery: .socket)
             #expect(device.acquisitions.value == ["AcquireNotify:char0024"])
             #expect(!device.calls.value.contains { $0.hasPrefix("StartNotify") })
@@ -148,7 +148,7 @@ extension AcquiredSocketTests {
     @Test func manyNotificationsFromTheSocketArriveInOrder() async throws {
         try await peripheralTests.withDevice { _, device, _, peripheral in
             device.acquireAnswer.value = nil
-            try await peripheral.connect(timeout: .seconds(5))
+            try await peripheral.connect(timeout: .safetyNet)
             let stream = try await peripheral.notifications(of: SeedCharacteristic.b2, delivery: .socket)
             let end = try #require(device.socketEnds.value["AcquireNotify:char0024"])
             let count = 20_000
@@ -179,7 +179,7 @@ extension AcquiredSocketTests {
     @Test func aSocketClosedWithItsCharacteristicWhileConnectedEndsTheStreamNamingIt() async throws {
         try await peripheralTests.withDevice { _, device, _, peripheral in
             device.acquireAnswer.value = nil
-            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
+            try await peripheral.connect(timeout: .safetyNet)
             let stream = try await peripheral.notifications(of: SeedCharacteristic.b2, delivery: .socket)
             let end = try #require(device.socketEnds.value["AcquireNotify:char0024"])
             // As BlueZ does when a Service Changed indication removes the characteristic: the

@@ -51,7 +51,7 @@ struct PeripheralTests {
         ])
     func connectionStatesCarryTheReason(announced: String?, expected: String?) async throws {
         try await withDevice(announcesConnected: true) { fake, device, _, peripheral in
-            try await peripheral.connect(timeout: .seconds(10))
+            try await peripheral.connect(timeout: .safetyNet)
             var states = await peripheral.connectionStates().makeAsyncIterator()
             #expect(await states.next() == .connected)
             if let announced {
@@ -64,7 +64,7 @@ struct PeripheralTests {
             if state == .connecting { state = await states.next() }
             #expect(state == .disconnected(reason: expected))
             // Once connected again, the old reason is gone: a silent loss says nothing.
-            try await peripheral.connect(timeout: .seconds(10))
+            try await peripheral.connect(timeout: .safetyNet)
             var again = await peripheral.connectionStates().makeAsyncIterator()
             #expect(await again.next() == .connected)
             await device.disconnect()
@@ -77,7 +77,7 @@ struct PeripheralTests {
     @Test(arguments: [false, true])
     func connectingWaitsForResolvedServicesEvenWhenConnectedIsNotAnnounced(announced: Bool) async throws {
         try await withDevice(announcesConnected: announced) { _, _, _, peripheral in
-            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
+            try await peripheral.connect(timeout: .safetyNet)
             #expect(await peripheral.isConnected)
             let services = try await peripheral.services()
             #expect(services.map(\.uuid) == [SeedService.a.uuid, SeedService.b.uuid])
@@ -89,7 +89,7 @@ struct PeripheralTests {
 
     @Test func readsAndWritesGoThroughTypedIdentifiers() async throws {
         try await withDevice { _, device, _, peripheral in
-            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
+            try await peripheral.connect(timeout: .safetyNet)
             #expect(try await peripheral.read(SeedCharacteristic.a1) == [0x41])
             try await peripheral.write([1, 2, 3], to: SeedCharacteristic.a1)
             try await peripheral.write([4], to: SeedCharacteristic.a1, type: .withoutResponse)
@@ -107,7 +107,7 @@ struct PeripheralTests {
 
     @Test func aWriteLongerThanTheLinkAllowsIsRefusedBeforeItIsSent() async throws {
         try await withDevice { _, device, _, peripheral in
-            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
+            try await peripheral.connect(timeout: .safetyNet)
             let error = await #expect(throws: BluetoothError.self) {
                 try await peripheral.write(
                     Array(repeating: 0, count: 21), to: SeedCharacteristic.a1, type: .withoutResponse)
@@ -123,7 +123,7 @@ struct PeripheralTests {
 
     @Test func unknownCharacteristicsAreReportedByName() async throws {
         try await withDevice { _, _, _, peripheral in
-            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
+            try await peripheral.connect(timeout: .safetyNet)
             let missing = CharacteristicID(.batteryLevel, service: SeedService.a.uuid)
             let error = await #expect(throws: BluetoothError.self) { try await peripheral.read(missing) }
             #expect(error?.code == .doesNotExist)
@@ -132,7 +132,7 @@ struct PeripheralTests {
 
     @Test func notificationsShareOneSubscriptionAndStopWithTheLastConsumer() async throws {
         try await withDevice { _, device, _, peripheral in
-            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
+            try await peripheral.connect(timeout: .safetyNet)
             let first = try await peripheral.notifications(of: SeedCharacteristic.b2)
             let second = try await peripheral.notifications(of: SeedCharacteristic.b2)
             #expect(device.calls.value.filter { $0.hasPrefix("StartNotify") }.count == 1)
@@ -151,7 +151,7 @@ struct PeripheralTests {
 
     @Test func aDisconnectEndsNotificationStreamsWithAnError() async throws {
         try await withDevice { _, device, _, peripheral in
-            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
+            try await peripheral.connect(timeout: .safetyNet)
             let values = try await peripheral.notifications(of: SeedCharacteristic.b2)
             await device.disconnect()
             let error = await #expect(throws: BluetoothError.self) { for try await _ in values {} }
@@ -168,7 +168,7 @@ struct PeripheralTests {
         let system = try await BlueZSystem.open(on: connection)
         let adapter = Adapter(backend: try await BlueZAdapterBackend.open(name: "hci0", system: system))
         let peripheral = adapter.peripheral(address: BluetoothAddress(Self.address)!)
-        try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
+        try await peripheral.connect(timeout: .safetyNet)
         let values = try await peripheral.notifications(of: SeedCharacteristic.b2)
         var iterator = values.makeAsyncIterator()
         device.notify(1, 1, [7])
@@ -181,7 +181,7 @@ struct PeripheralTests {
     @Test(arguments: [true, false])
     func anUnlikelyErrorIsADisconnectOnlyWhenTheLinkDrops(linkDrops: Bool) async throws {
         try await withDevice { _, device, _, peripheral in
-            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
+            try await peripheral.connect(timeout: .safetyNet)
             device.readFailure.value = ("org.bluez.Error.Failed", "Operation failed with ATT error: 0x0e", linkDrops)
             let error = await #expect(throws: BluetoothError.self) { try await peripheral.read(SeedCharacteristic.a1) }
             if linkDrops {
@@ -201,7 +201,7 @@ struct PeripheralTests {
     /// D-Bus timeout (25 s, which this suite's time limit would not reach).
     @Test func aRequestBlueZNeverAnswersFailsAsADisconnect2sAfterTheLinkGoesDown() async throws {
         try await withDevice { _, device, _, peripheral in
-            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
+            try await peripheral.connect(timeout: .safetyNet)
             // Requests answered while the link is up leave nothing behind.
             #expect(try await peripheral.read(SeedCharacteristic.a1) == [0x41])
             device.readHangs.value = true
@@ -222,7 +222,7 @@ struct PeripheralTests {
         try await withDevice { _, device, _, peripheral in
             device.connectFailure.value = ("org.bluez.Error.Failed", "le-connection-abort-by-local")
             let error = await #expect(throws: BluetoothError.self) {
-                try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
+                try await peripheral.connect(timeout: .safetyNet)
             }
             #expect(error?.errorName == "org.bluez.Error.Failed")
             #expect(error?.message == "le-connection-abort-by-local")
@@ -254,7 +254,7 @@ struct PeripheralTests {
 
     @Test func aSubscriptionCancelledWhileStartNotifyIsUnansweredIsStoppedInBlueZ() async throws {
         try await withDevice { _, device, _, peripheral in
-            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
+            try await peripheral.connect(timeout: .safetyNet)
             device.startNotifyDelay.value = .seconds(2)
             let subscribing = Task { try await peripheral.notifications(of: SeedCharacteristic.b2) }
             try await waitUntil { device.calls.value.contains { $0.hasPrefix("StartNotify") } }
@@ -270,9 +270,9 @@ struct PeripheralTests {
         try await withDevice { fake, device, adapter, _ in
             let scan = try await adapter.scan(ScanFilter(serviceUUIDs: [SeedService.a.uuid]))
             fake.report(Self.address, rssi: -45)
-            let discovery = try await scan.first(timeout: .seconds(10).allowingForSanitizers)
+            let discovery = try await scan.first(timeout: .safetyNet)
             let task = Task {
-                try await adapter.withConnection(to: discovery, timeout: .seconds(10).allowingForSanitizers) {
+                try await adapter.withConnection(to: discovery, timeout: .safetyNet) {
                     peripheral in
                     for try await _ in try await peripheral.notifications(of: SeedCharacteristic.b2) {}
                 }
@@ -296,8 +296,8 @@ struct PeripheralTests {
             let scan = try await adapter.scan(ScanFilter(serviceUUIDs: [SeedService.a.uuid, SeedService.b.uuid]))
             try await fake.addDevice("00:11:22:33:44:66", name: "other", uuids: [])
             fake.report(Self.address, rssi: -45)
-            let discovery = try await scan.first(timeout: .seconds(10).allowingForSanitizers)
-            let values = try await adapter.withConnection(to: discovery, timeout: .seconds(10).allowingForSanitizers) {
+            let discovery = try await scan.first(timeout: .safetyNet)
+            let values = try await adapter.withConnection(to: discovery, timeout: .safetyNet) {
                 peripheral in
                 let a1 = try await peripheral.read(SeedCharacteristic.a1)
                 let count = Int(try await peripheral.read(SeedCharacteristic.b1)[0])
@@ -317,7 +317,7 @@ struct PeripheralTests {
 
     @Test func aCharacteristicRemovedWhileConnectedIsAServiceChangeAndEndsItsStreamNamingIt() async throws {
         try await withDevice { _, device, _, peripheral in
-            try await peripheral.connect(timeout: .seconds(5).allowingForSanitizers)
+            try await peripheral.connect(timeout: .safetyNet)
             let changes = await peripheral.serviceChanges()
             let values = try await peripheral.notifications(of: SeedCharacteristic.b2)
             // BlueZ unexports a range a Service Changed indication names, descriptor first.

@@ -48,8 +48,8 @@ struct ScanTests {
             #expect(fake.discoveryFilter.value["UUIDs"] == nil)
             try await fake.addDevice("00:11:22:33:44:01", name: "battery", uuids: [Self.battery])
             try await fake.addDevice("00:11:22:33:44:02", name: "heart", uuids: [Self.heartRate])
-            let heart = try await hearts.first(timeout: .seconds(5).allowingForSanitizers)
-            let battery = try await named.first(timeout: .seconds(5).allowingForSanitizers)
+            let heart = try await hearts.first(timeout: .safetyNet)
+            let battery = try await named.first(timeout: .safetyNet)
             #expect(heart.name == "heart")
             #expect(battery.name == "battery")
             try await waitUntil { fake.discoveryCalls.value.contains("StopDiscovery") }

@@ -240,7 +240,7 @@ struct GATTServerTests {
         try await withServer { fixture, server in
             let confirmed = Locked(false)
             let indication = Task {
-                try await server.indicate(Self.psm, value: [5], timeout: .seconds(5))
+                try await server.indicate(Self.psm, value: [5], timeout: .safetyNet)
                 confirmed.value = true
             }
             try await Task.sleep(for: .milliseconds(100))
