@@ -13,11 +13,12 @@
 /// file alone.
 ///
 /// The mutex is glibc's adaptive kind (`PTHREAD_MUTEX_ADAPTIVE_NP`): a thread that finds it held
-/// spins for a moment before it sleeps in the kernel. Every critical section in Able is a few
-/// dozen instructions, so a contended lock is usually free again within the spin, and the futex
-/// sleep and wake-up (two system calls and a context switch) are saved: between an L2CAP
-/// channel's socket thread and its consumer, half the futex calls and a third of the context
-/// switches went, and 244-byte SDUs moved about a fifth faster.
+/// spins for a moment before it sleeps in the kernel. Most critical sections in Able are a few
+/// dozen instructions (the longest make one system call, as an L2CAP channel's send does to keep
+/// concurrent senders in order), so a contended lock is usually free again within the spin, and
+/// the futex sleep and wake-up (two system calls and a context switch) are saved: between an
+/// L2CAP channel's socket thread and its consumer, half the futex calls and a third of the
+/// context switches went, and 244-byte SDUs moved about a fifth faster.
 ///
 /// The mutex and the value live together in one heap object, where they never move: a lock costs
 /// one allocation, however many copies of it are made (every copy is the same lock).
