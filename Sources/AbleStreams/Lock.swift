@@ -47,12 +47,7 @@ package struct Lock<Value>: @unchecked Sendable {
         // A `ManagedBuffer`'s header and elements never move while it lives, and `storage` keeps it.
         (value, mutex) = storage.withUnsafeMutablePointers { ($0, $1) }
         mutex.initialize(to: pthread_mutex_t())
-        // Adaptive: spin briefly before sleeping (see above).
-        var attributes = pthread_mutexattr_t()
-        pthread_mutexattr_init(&attributes)
-        pthread_mutexattr_settype(&attributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
-        let status = pthread_mutex_init(mutex, &attributes)
-        pthread_mutexattr_destroy(&attributes)
+        let status = pthread_mutex_init(mutex, adaptiveMutexAttributes)
         precondition(status == 0, "pthread_mutex_init failed: \(status)")
     }
 
@@ -75,3 +70,13 @@ package struct Lock<Value>: @unchecked Sendable {
         return try body(&value.pointee)
     }
 }
+
+/// The attributes every ``Lock``'s mutex is made with: the adaptive kind (see ``Lock``). Made once
+/// (locks are made per request on some paths) and only read afterwards, by any thread.
+nonisolated(unsafe) private let adaptiveMutexAttributes: UnsafeMutablePointer<pthread_mutexattr_t> = {
+    let attributes = UnsafeMutablePointer<pthread_mutexattr_t>.allocate(capacity: 1)
+    attributes.initialize(to: pthread_mutexattr_t())
+    pthread_mutexattr_init(attributes)
+    pthread_mutexattr_settype(attributes, Int32(PTHREAD_MUTEX_ADAPTIVE_NP))
+    return attributes
+}()

@@ -249,7 +249,7 @@ struct HostileBlueZTests {
             // A marker after the flood: once the device properties changed, every value was read.
             setup.fake.connection.emitPropertiesChanged(
                 path: setup.device.path, interface: "org.bluez.Device1", changed: ["RSSI": .int16(-1)])
-            try await waitUntil(timeout: .seconds(30)) {
+            try await waitUntil {
                 try setup.system.tree.properties(of: "org.bluez.Device1", at: setup.device.path)?.decode(
                     "RSSI", as: Int16.self) == -1
             }

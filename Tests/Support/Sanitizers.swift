@@ -29,13 +29,13 @@ extension Duration {
     /// This duration stretched by ``Sanitizers/slowdown``: a wall-clock limit that means the same
     /// under a sanitizer.
     public var allowingForSanitizers: Duration { self * Sanitizers.slowdown }
-}
 
-extension Duration {
-    /// The limit for something a test expects to happen, a connection or a scan's first result
-    /// against the fake BlueZ: a safety net for a hang, not a measure (30 s, stretched by
-    /// ``Sanitizers/slowdown``). A shared machine stalls for 10 s at times, and a loaded one held a
-    /// test's tasks for over 5 s, so a limit of a few seconds fails there with nothing wrong.
-    /// A test of a timeout itself gives its own short one.
+    /// The limit for something a test expects to happen (a connection, a scan's first result, a
+    /// condition ``waitUntil(timeout:sourceLocation:_:)`` polls): a safety net for a hang, not a
+    /// measure. 30 s, stretched by ``Sanitizers/slowdown``, within the suites' one-minute limits:
+    /// a shared machine stalls for 10 s at times, and a loaded one (two cores busy, heavy tests in
+    /// parallel on the same two pool threads) held a 300-SDU flow-control test's tasks for over
+    /// 5 s, so a limit of a few seconds fails there with nothing wrong. A test of a timeout itself
+    /// gives its own short one.
     public static var safetyNet: Duration { .seconds(30).allowingForSanitizers }
 }
