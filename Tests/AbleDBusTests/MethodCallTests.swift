@@ -67,6 +67,60 @@ struct MethodCallTests {
         }
     }
 
+    @Test func aTimedOutCallIsForgottenAndNamesItsTimeout() async throws {
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            try await server.export([EchoService.interfaceDeclaration()], at: EchoService.path)
+            let error = await #expect(throws: DBusError.self) {
+                try await EchoService.call(client, on: server, "Sleep", [.uint32(1_000)], timeout: .milliseconds(100))
+            }
+            #expect(error?.name == .noReply)
+            #expect(error?.message == "no reply came within 100 ms")
+            #expect(await client.resourceCounts.pendingCalls == 0)
+            // The late reply (after a second) answers nothing and is dropped.
+            try await Task.sleep(for: .milliseconds(1_500))
+            #expect(
+                try await EchoService.call(client, on: server, "Echo", [.variant(.byte(2))]) == [.variant(.byte(2))])
+            #expect(await client.resourceCounts.pendingCalls == 0)
+        }
+    }
+
+    /// A call made before the one whose timeout is tested: its deadline is the timer's first.
+    enum EarlierCall: CaseIterable, Sendable {
+        /// Still waiting, with a later deadline (60 s): the timer must be brought forward.
+        case waitingLonger
+        /// Cancelled once sent, with an earlier deadline (300 ms), which comes and finds no call:
+        /// the timer must be armed again for the next.
+        case goneBeforeItsDeadline
+    }
+
+    @Test(arguments: EarlierCall.allCases)
+    func aTimeoutFiresOnTimeWhateverDeadlineCameBefore(_ earlier: EarlierCall) async throws {
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            try await server.export([EchoService.interfaceDeclaration()], at: EchoService.path)
+            let earlierTimeout: Duration = earlier == .waitingLonger ? .seconds(60) : .milliseconds(300)
+            let earlierCall = Task {
+                try await EchoService.call(client, on: server, "Sleep", [.uint32(20_000)], timeout: earlierTimeout)
+            }
+            try await waitUntil { await client.resourceCounts.pendingCalls == 1 }
+            if earlier == .goneBeforeItsDeadline {
+                earlierCall.cancel()
+                await #expect(throws: CancellationError.self) { try await earlierCall.value }
+            }
+            let clock = ContinuousClock()
+            let start = clock.now
+            let error = await #expect(throws: DBusError.self) {
+                try await EchoService.call(client, on: server, "Sleep", [.uint32(20_000)], timeout: .seconds(1))
+            }
+            #expect(error?.isTimeout == true)
+            // Long before the reply: a margin that a loaded machine (or a sanitizer) cannot eat.
+            #expect(clock.now - start < .seconds(10))
+            earlierCall.cancel()
+            _ = await earlierCall.result
+        }
+    }
+
     @Test func aCancelledCallThrowsCancellationErrorAtOnce() async throws {
         try await withPrivateBus { bus, server in
             let client = try await bus.connect()

@@ -27,10 +27,21 @@ final class ConnectionCore: @unchecked Sendable {
     /// repeat them.
     var headerStrings = RecentStrings(capacity: 16)
 
-    // Calls awaiting replies, by their DBusPendingCall.
-    /// `sender` is whom the reply must come from: see `expectedSender(of:)`.
-    private var pendingCalls:
-        [ObjectIdentifier: (pending: OpaquePointer, reply: PendingReply, sender: ExpectedSender?)] = [:]
+    // Calls awaiting replies.
+    /// The calls sent and not yet answered, by their serial, which their replies name. Able matches
+    /// replies itself rather than through libdbus's `DBusPendingCall`s: a pending call costs libdbus
+    /// an allocation, a timeout and a ready-made `NoReply` error message per call, and its reply a
+    /// pass through `dbus_connection_dispatch`; here a call costs one dictionary entry.
+    private var pendingCalls: [UInt32: PendingCall] = [:]
+
+    private struct PendingCall {
+        let reply: PendingReply
+        /// Whom the reply must come from: see `expectedSender(of:)`.
+        let sender: ExpectedSender?
+        /// When the call fails with `NoReply` (`CLOCK_MONOTONIC` nanoseconds); `nil` for never.
+        let deadline: UInt64?
+        let timeoutMilliseconds: Int32
+    }
 
     /// The destination of a call and the unique name that owned it when the call was sent.
     struct ExpectedSender {
@@ -167,11 +178,7 @@ final class ConnectionCore: @unchecked Sendable {
         closedError = error
         let calls = pendingCalls
         pendingCalls.removeAll()
-        for (pending, reply, _) in calls.values {
-            reply.resume(with: .failure(error))
-            dbus_pending_call_cancel(pending)
-            dbus_pending_call_unref(pending)
-        }
+        for call in calls.values { call.reply.resume(with: .failure(error)) }
         let sinks = subscribers.map(\.sink)
         subscribers.removeAll()
         for sink in sinks { sink.finish(throwing: error) }
@@ -227,6 +234,13 @@ final class ConnectionCore: @unchecked Sendable {
         guard dbus_timeout_get_enabled(timeout) != 0 else { return }
         let deadline = LoopTimer.now() + Self.nanoseconds(of: timeout)
         timeouts[timeout] = deadline
+        arm(at: deadline)
+    }
+
+    /// Makes the timer fire at `deadline` at the latest. It is never moved later: a timer that
+    /// fires for a deadline that went away finds nothing due and rearms for the next one, which
+    /// is cheaper than looking for the next deadline whenever one goes.
+    private func arm(at deadline: UInt64) {
         let timer = self.timer ?? makeTimer()
         if let current = timer.deadline, current <= deadline { return }
         timer.deadline = deadline
@@ -237,7 +251,6 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     private func removeTimeout(_ timeout: OpaquePointer) {
-        // The timer is not rearmed: it fires once more for nothing, which is cheaper than a scan per call.
         timeouts[timeout] = nil
     }
 
@@ -261,9 +274,14 @@ final class ConnectionCore: @unchecked Sendable {
             timeouts[timeout] = now + Self.nanoseconds(of: timeout)
             dbus_timeout_handle(timeout)
         }
-        if let next = timeouts.values.min(), let timer {
-            timer.deadline = min(timer.deadline ?? .max, next)
+        let overdue = pendingCalls.filter { $0.value.deadline.map { $0 <= now } ?? false }
+        for (serial, call) in overdue {
+            pendingCalls[serial] = nil
+            call.reply.resume(
+                with: .failure(DBusError(.noReply, "no reply came within \(call.timeoutMilliseconds) ms")))
         }
+        let next = min(timeouts.values.min() ?? .max, pendingCalls.values.compactMap(\.deadline).min() ?? .max)
+        if next != .max { arm(at: next) }
         dispatchAll()
     }
 
@@ -279,10 +297,11 @@ final class ConnectionCore: @unchecked Sendable {
     /// Dispatches every message libdbus has read, as one ``DeliveryBatch``: a stream's consumer
     /// is woken once for all the signals it received, not once per signal.
     ///
-    /// Signals are taken off libdbus's queue and routed directly: `dbus_connection_dispatch` would
-    /// copy the filter list and look for a pending call on each, none of which a signal needs.
-    /// Everything else (replies, which complete libdbus's pending calls, and method calls) goes
-    /// through `dbus_connection_dispatch`, in arrival order.
+    /// Signals and replies are taken off libdbus's queue and routed directly:
+    /// `dbus_connection_dispatch` would copy the filter list and look for a pending call on each,
+    /// and Able matches replies with their calls itself. Method calls go through
+    /// `dbus_connection_dispatch` (to the filter, and to libdbus's answers to `Peer` and unknown
+    /// methods). Everything is dispatched in arrival order.
     ///
     /// Returns whether everything it dispatched (if anything) was a signal.
     @discardableResult
@@ -290,9 +309,15 @@ final class ConnectionCore: @unchecked Sendable {
         var others = false
         batch.run {
             while closedError == nil, let message = dbus_connection_borrow_message(raw) {
-                if dbus_message_get_type(message) == ABLE_DBUS_MESSAGE_TYPE_SIGNAL {
+                let type = dbus_message_get_type(message)
+                if type == ABLE_DBUS_MESSAGE_TYPE_SIGNAL {
                     dbus_connection_steal_borrowed_message(raw, message)
                     routeSignal(message)
+                    dbus_message_unref(message)
+                } else if type == ABLE_DBUS_MESSAGE_TYPE_METHOD_RETURN || type == ABLE_DBUS_MESSAGE_TYPE_ERROR {
+                    others = true
+                    dbus_connection_steal_borrowed_message(raw, message)
+                    complete(reply: message)
                     dbus_message_unref(message)
                 } else {
                     others = true
@@ -307,7 +332,8 @@ final class ConnectionCore: @unchecked Sendable {
     // MARK: - Sending
 
     /// Sends `message` (which this call consumes a reference of) and arranges for `reply` to be
-    /// resumed with the answer.
+    /// resumed with the answer, or with a `NoReply` error after `timeoutMilliseconds`
+    /// (`DBUS_TIMEOUT_INFINITE` for never).
     func send(_ message: OpaquePointer, replyTo reply: PendingReply, timeoutMilliseconds: Int32) {
         loop.checkIsolated()
         defer { dbus_message_unref(message) }
@@ -315,65 +341,39 @@ final class ConnectionCore: @unchecked Sendable {
             reply.resume(with: .failure(closedError))
             return
         }
-        var pending: OpaquePointer?
-        guard dbus_connection_send_with_reply(raw, message, &pending, timeoutMilliseconds) != 0 else {
+        var serial: UInt32 = 0
+        guard dbus_connection_send(raw, message, &serial) != 0 else {
             reply.resume(with: .failure(DBusError(.noMemory, "could not queue the call")))
             return
         }
-        guard let pending else {
-            reply.resume(with: .failure(DBusError(.disconnected, "the connection is closed")))
-            return
-        }
-        pendingCalls[ObjectIdentifier(reply)] = (pending, reply, expectedSender(of: message))
-        let context = Unmanaged.passRetained(CallContext(core: self, reply: reply)).toOpaque()
-        dbus_pending_call_set_notify(
-            pending,
-            { pending, context in
-                let context = Unmanaged<CallContext>.fromOpaque(context!).takeUnretainedValue()
-                context.core.complete(pending!, reply: context.reply)
-            },
-            context,
-            { context in
-                // libdbus frees calls it drops (a closed connection) without notifying: fail them here.
-                let context = Unmanaged<CallContext>.fromOpaque(context!).takeRetainedValue()
-                context.reply.resume(
-                    with: .failure(DBusError(.disconnected, "the call was dropped with its connection")))
-            })
+        // A connection that is already lost answers the call when its `Disconnected` message is
+        // dispatched, which is still to come: replies and that message are dispatched on this loop.
+        let deadline: UInt64? =
+            timeoutMilliseconds == ABLE_DBUS_TIMEOUT_INFINITE
+            ? nil : LoopTimer.now() + UInt64(max(timeoutMilliseconds, 0)) * 1_000_000
+        reply.serial = serial
+        pendingCalls[serial] = PendingCall(
+            reply: reply, sender: expectedSender(of: message), deadline: deadline,
+            timeoutMilliseconds: timeoutMilliseconds)
+        if let deadline { arm(at: deadline) }
     }
 
-    private final class CallContext {
-        let core: ConnectionCore
-        let reply: PendingReply
-        init(core: ConnectionCore, reply: PendingReply) {
-            self.core = core
-            self.reply = reply
-        }
-    }
-
-    /// Called by libdbus on the loop when a reply (or libdbus's own timeout error) is in.
-    private func complete(_ pending: OpaquePointer, reply: PendingReply) {
-        guard let call = pendingCalls.removeValue(forKey: ObjectIdentifier(reply)) else { return }
-        let result: Result<[DBusValue], any Error>
-        if let message = dbus_pending_call_steal_reply(pending) {
-            if let refusal = refusal(of: message, expectedSender: call.sender) {
-                log(refusal.message)
-                result = .failure(refusal)
-            } else {
-                result = Self.decodeReply(message)
-            }
-            dbus_message_unref(message)
+    /// Resumes the call that `message` (a method return or an error) answers; a reply that answers
+    /// no call waiting here (its call timed out or was cancelled) is dropped.
+    private func complete(reply message: OpaquePointer) {
+        guard let call = pendingCalls.removeValue(forKey: dbus_message_get_reply_serial(message)) else { return }
+        if let refusal = refusal(of: message, expectedSender: call.sender) {
+            log(refusal.message)
+            call.reply.resume(with: .failure(refusal))
         } else {
-            result = .failure(DBusError(.noReply, "no reply arrived"))
+            call.reply.resume(with: Self.decodeReply(message))
         }
-        dbus_pending_call_unref(pending)
-        reply.resume(with: result)
     }
 
-    /// Drops a cancelled call: its late reply, if any, is discarded by libdbus.
+    /// Drops a cancelled call: its late reply, if any, is discarded.
     func cancel(_ reply: PendingReply) {
-        guard let pending = pendingCalls.removeValue(forKey: ObjectIdentifier(reply))?.pending else { return }
-        dbus_pending_call_cancel(pending)
-        dbus_pending_call_unref(pending)
+        guard reply.serial != 0, pendingCalls[reply.serial]?.reply === reply else { return }
+        pendingCalls[reply.serial] = nil
     }
 
     /// Whom a call's reply must come from: its destination when that is a unique name, or the
@@ -426,8 +426,8 @@ final class ConnectionCore: @unchecked Sendable {
 
     // MARK: - Receiving
 
-    /// What `dbus_connection_dispatch` hands over: method calls (signals never get there, as
-    /// ``dispatchAll()`` routes them itself; replies are libdbus's to match with pending calls).
+    /// What `dbus_connection_dispatch` hands over: method calls (signals and replies never get
+    /// there, as ``dispatchAll()`` routes them itself).
     private func filter(_ message: OpaquePointer) -> DBusHandlerResult {
         guard dbus_message_get_type(message) == ABLE_DBUS_MESSAGE_TYPE_METHOD_CALL else {
             return DBUS_HANDLER_RESULT_NOT_YET_HANDLED

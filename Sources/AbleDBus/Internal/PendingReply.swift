@@ -1,7 +1,7 @@
 import AbleStreams
 
 /// The continuation of one method call awaiting its reply, resumed exactly once: by the reply,
-/// by cancellation, by the connection's loss, or by libdbus freeing the call. (The state below
+/// by its timeout, by cancellation or an interruption, or by the connection's loss. (The state below
 /// guarantees that, so the continuation is an unchecked one: a checked one costs an allocation
 /// per call.)
 final class PendingReply: Sendable {
@@ -12,6 +12,10 @@ final class PendingReply: Sendable {
     }
 
     private let state = Lock(State.idle)
+
+    /// The serial the call went out with, which its reply names; 0 until it is sent. Set and read
+    /// on the connection's event loop only.
+    nonisolated(unsafe) var serial: UInt32 = 0
 
     /// Installs the continuation; returns `false` (and resumes it with `CancellationError`) when
     /// the call was cancelled first.
