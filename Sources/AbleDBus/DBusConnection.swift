@@ -223,7 +223,7 @@ public actor DBusConnection {
                         reply.resume(with: .failure(error))
                         return
                     }
-                    self.core.send(message, replyTo: reply, timeoutMilliseconds: milliseconds)
+                    self.core.send(message, to: destination, replyTo: reply, timeoutMilliseconds: milliseconds)
                 }
             } onCancel: {
                 if reply.resume(with: .failure(CancellationError())) {

@@ -36,7 +36,7 @@ final class ConnectionCore: @unchecked Sendable {
 
     private struct PendingCall {
         let reply: PendingReply
-        /// Whom the reply must come from: see `expectedSender(of:)`.
+        /// Whom the reply must come from: see `expectedSender(destination:)`.
         let sender: ExpectedSender?
         /// When the call fails with `NoReply` (`CLOCK_MONOTONIC` nanoseconds); `nil` for never.
         let deadline: UInt64?
@@ -331,10 +331,12 @@ final class ConnectionCore: @unchecked Sendable {
 
     // MARK: - Sending
 
-    /// Sends `message` (which this call consumes a reference of) and arranges for `reply` to be
-    /// resumed with the answer, or with a `NoReply` error after `timeoutMilliseconds`
-    /// (`DBUS_TIMEOUT_INFINITE` for never).
-    func send(_ message: OpaquePointer, replyTo reply: PendingReply, timeoutMilliseconds: Int32) {
+    /// Sends `message` (which this call consumes a reference of), a call to `destination`, and
+    /// arranges for `reply` to be resumed with the answer, or with a `NoReply` error after
+    /// `timeoutMilliseconds` (`DBUS_TIMEOUT_INFINITE` for never).
+    func send(
+        _ message: OpaquePointer, to destination: String?, replyTo reply: PendingReply, timeoutMilliseconds: Int32
+    ) {
         loop.checkIsolated()
         defer { dbus_message_unref(message) }
         if let closedError {
@@ -353,7 +355,7 @@ final class ConnectionCore: @unchecked Sendable {
             ? nil : LoopTimer.now() + UInt64(max(timeoutMilliseconds, 0)) * 1_000_000
         reply.serial = serial
         pendingCalls[serial] = PendingCall(
-            reply: reply, sender: expectedSender(of: message), deadline: deadline,
+            reply: reply, sender: expectedSender(destination: destination), deadline: deadline,
             timeoutMilliseconds: timeoutMilliseconds)
         if let deadline { arm(at: deadline) }
     }
@@ -378,10 +380,8 @@ final class ConnectionCore: @unchecked Sendable {
 
     /// Whom a call's reply must come from: its destination when that is a unique name, or the
     /// owner this connection follows for a well-known one; `nil` when that is not known.
-    private func expectedSender(of call: OpaquePointer) -> ExpectedSender? {
-        guard let destination = dbus_message_get_destination(call).map({ headerStrings.string($0) }) else {
-            return nil
-        }
+    private func expectedSender(destination: String?) -> ExpectedSender? {
+        guard let destination else { return nil }
         let owner = destination.hasPrefix(":") ? destination : trackedNames[destination]?.owner
         return owner.map { ExpectedSender(destination: destination, owner: $0) }
     }
