@@ -317,4 +317,32 @@ struct ExportTests {
             }
         }
     }
+
+    @Test func everyConnectionAnswersPeerOnAnyPath() async throws {
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            func peer(_ method: String) async throws -> [DBusValue] {
+                try await client.call(
+                    destination: server.uniqueName, path: "/nothing/here", interface: "org.freedesktop.DBus.Peer",
+                    method: method)
+            }
+            #expect(try await peer("Ping") == [])
+            let id = try #require(try await peer("GetMachineId").first).decode(String.self)
+            #expect(id.count == 32 && id.allSatisfy(\.isHexDigit), "\(id)")
+            if let recorded = Self.firstLine(of: "/etc/machine-id") { #expect(id == recorded) }
+            let error = await #expect(throws: DBusError.self) { try await peer("Dance") }
+            #expect(error?.name == .unknownMethod)
+        }
+    }
+
+    /// The first line of a small file, or `nil` when it cannot be read.
+    static func firstLine(of path: String) -> String? {
+        let descriptor = open(path, O_RDONLY)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: 256)
+        let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        guard count > 0 else { return nil }
+        return String(decoding: bytes[..<count].prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+    }
 }

@@ -5,6 +5,7 @@ extension ConnectionCore {
     private static let propertiesInterface = "org.freedesktop.DBus.Properties"
     private static let introspectableInterface = "org.freedesktop.DBus.Introspectable"
     private static let objectManagerInterface = "org.freedesktop.DBus.ObjectManager"
+    private static let peerInterface = "org.freedesktop.DBus.Peer"
 
     /// Answers a method call addressed to this connection.
     func handleMethodCall(_ message: OpaquePointer) {
@@ -15,6 +16,10 @@ extension ConnectionCore {
         let path = DBusObjectPath(unchecked: pathText)
         let replier = Replier(core: self, message: message)
 
+        if interface == Self.peerInterface {
+            answerPeer(member, replier: replier)
+            return
+        }
         guard let object = exports[path] else {
             if interface.isEmpty || interface == Self.introspectableInterface, member == "Introspect" {
                 let children = exports.childNodes(of: path)
@@ -69,6 +74,26 @@ extension ConnectionCore {
                 return
             }
             run(method, call: call, replier: replier)
+        }
+    }
+
+    /// Answers `org.freedesktop.DBus.Peer` on any path, as every D-Bus connection does (libdbus
+    /// answers it for connections that dispatch through it; this one dispatches itself).
+    private func answerPeer(_ member: String, replier: Replier) {
+        switch member {
+        case "Ping":
+            replier.reply([])
+        case "GetMachineId":
+            var error = DBusErrorBox()
+            defer { error.free() }
+            guard let id = dbus_try_get_local_machine_id(&error.raw) else {
+                replier.fail(error.swiftError(default: "this machine has no D-Bus machine ID"))
+                return
+            }
+            defer { dbus_free(id) }
+            replier.reply([.string(String(cString: id))])
+        default:
+            replier.fail(DBusError(.unknownMethod, "\(Self.peerInterface).\(member) does not exist"))
         }
     }
 

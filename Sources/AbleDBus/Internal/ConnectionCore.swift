@@ -105,11 +105,6 @@ final class ConnectionCore: @unchecked Sendable {
         loop.checkIsolated()
         let context = Unmanaged.passUnretained(self).toOpaque()
         dbus_connection_set_exit_on_disconnect(raw, 0)
-        dbus_connection_add_filter(
-            raw,
-            { _, message, context in
-                Unmanaged<ConnectionCore>.fromOpaque(context!).takeUnretainedValue().filter(message!)
-            }, context, nil)
         dbus_connection_set_watch_functions(
             raw,
             { watch, context in
@@ -297,32 +292,31 @@ final class ConnectionCore: @unchecked Sendable {
     /// Dispatches every message libdbus has read, as one ``DeliveryBatch``: a stream's consumer
     /// is woken once for all the signals it received, not once per signal.
     ///
-    /// Signals and replies are taken off libdbus's queue and routed directly:
-    /// `dbus_connection_dispatch` would copy the filter list and look for a pending call on each,
-    /// and Able matches replies with their calls itself. Method calls go through
-    /// `dbus_connection_dispatch` (to the filter, and to libdbus's answers to `Peer` and unknown
-    /// methods). Everything is dispatched in arrival order.
+    /// Every message is taken off libdbus's queue and routed here, in arrival order: signals to
+    /// their subscribers, replies to their calls, method calls to the exported objects (and
+    /// `org.freedesktop.DBus.Peer`'s, which libdbus would answer, answered here).
+    /// `dbus_connection_dispatch` is not used: it would copy the filter list and look for a
+    /// pending call on every message, and Able keeps neither.
     ///
     /// Returns whether everything it dispatched (if anything) was a signal.
     @discardableResult
     func dispatchAll() -> Bool {
         var others = false
         batch.run {
-            while closedError == nil, let message = dbus_connection_borrow_message(raw) {
-                let type = dbus_message_get_type(message)
-                if type == ABLE_DBUS_MESSAGE_TYPE_SIGNAL {
-                    dbus_connection_steal_borrowed_message(raw, message)
+            while closedError == nil, let message = dbus_connection_pop_message(raw) {
+                defer { dbus_message_unref(message) }
+                switch dbus_message_get_type(message) {
+                case ABLE_DBUS_MESSAGE_TYPE_SIGNAL:
                     routeSignal(message)
-                    dbus_message_unref(message)
-                } else if type == ABLE_DBUS_MESSAGE_TYPE_METHOD_RETURN || type == ABLE_DBUS_MESSAGE_TYPE_ERROR {
+                case ABLE_DBUS_MESSAGE_TYPE_METHOD_RETURN, ABLE_DBUS_MESSAGE_TYPE_ERROR:
                     others = true
-                    dbus_connection_steal_borrowed_message(raw, message)
                     complete(reply: message)
-                    dbus_message_unref(message)
-                } else {
+                case ABLE_DBUS_MESSAGE_TYPE_METHOD_CALL:
                     others = true
-                    dbus_connection_return_message(raw, message)
-                    guard dbus_connection_dispatch(raw) == DBUS_DISPATCH_DATA_REMAINS else { break }
+                    handleMethodCall(message)
+                default:
+                    // A type newer than this code: the specification says to ignore it.
+                    break
                 }
             }
         }
@@ -425,16 +419,6 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     // MARK: - Receiving
-
-    /// What `dbus_connection_dispatch` hands over: method calls (signals and replies never get
-    /// there, as ``dispatchAll()`` routes them itself).
-    private func filter(_ message: OpaquePointer) -> DBusHandlerResult {
-        guard dbus_message_get_type(message) == ABLE_DBUS_MESSAGE_TYPE_METHOD_CALL else {
-            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
-        }
-        handleMethodCall(message)
-        return DBUS_HANDLER_RESULT_HANDLED
-    }
 
     private func routeSignal(_ message: OpaquePointer) {
         let interface = dbus_message_get_interface(message).map { headerStrings.string($0) } ?? ""
