@@ -1,17 +1,21 @@
-import AbleStreams
+import Synchronization
 
 /// The continuation of one method call awaiting its reply, resumed exactly once: by the reply,
 /// by its timeout, by cancellation or an interruption, or by the connection's loss. (The state below
 /// guarantees that, so the continuation is an unchecked one: a checked one costs an allocation
 /// per call.)
+///
+/// The state is an atomic rather than a `Lock`: a `Lock` is a second allocation per call, and its
+/// generic code, compiled in another module, looks up its metadata on every call. The continuation
+/// is written once, before the state says `waiting`, and read only by whoever moves the state from
+/// `waiting` to `finished`: the atomic's ordering makes the write visible to that reader.
 final class PendingReply: Sendable {
-    private enum State {
-        case idle
-        case waiting(UnsafeContinuation<[DBusValue], any Error>)
-        case finished
-    }
+    private static let idle = 0
+    private static let waiting = 1
+    private static let finished = 2
 
-    private let state = Lock(State.idle)
+    private let state = Atomic<Int>(PendingReply.idle)
+    nonisolated(unsafe) private var continuation: UnsafeContinuation<[DBusValue], any Error>?
 
     /// The serial the call went out with, which its reply names; 0 until it is sent. Set and read
     /// on the connection's event loop only.
@@ -20,11 +24,10 @@ final class PendingReply: Sendable {
     /// Installs the continuation; returns `false` (and resumes it with `CancellationError`) when
     /// the call was cancelled first.
     func install(_ continuation: UnsafeContinuation<[DBusValue], any Error>) -> Bool {
-        let installed = state.withLock { state in
-            guard case .idle = state else { return false }
-            state = .waiting(continuation)
-            return true
-        }
+        self.continuation = continuation
+        let installed = state.compareExchange(
+            expected: Self.idle, desired: Self.waiting, ordering: .acquiringAndReleasing
+        ).exchanged
         if !installed { continuation.resume(throwing: CancellationError()) }
         return installed
     }
@@ -32,20 +35,18 @@ final class PendingReply: Sendable {
     /// Resumes the caller unless it was already resumed; returns whether this call resumed it.
     @discardableResult
     func resume(with result: Result<[DBusValue], any Error>) -> Bool {
-        let continuation: UnsafeContinuation<[DBusValue], any Error>? = state.withLock { state in
-            switch state {
-            case .waiting(let continuation):
-                state = .finished
-                return continuation
-            case .idle:
-                // Cancelled before the continuation was installed: install() will see it.
-                state = .finished
-                return nil
-            case .finished:
-                return nil
-            }
+        // Cancelled before the continuation was installed: install() will see it.
+        if state.compareExchange(expected: Self.idle, desired: Self.finished, ordering: .acquiringAndReleasing)
+            .exchanged
+        {
+            return false
         }
-        continuation?.resume(with: result)
-        return continuation != nil
+        guard
+            state.compareExchange(expected: Self.waiting, desired: Self.finished, ordering: .acquiringAndReleasing)
+                .exchanged,
+            let continuation
+        else { return false }
+        continuation.resume(with: result)
+        return true
     }
 }
