@@ -10,11 +10,16 @@ import Synchronization
 /// is written once, before the state says `waiting`, and read only by whoever moves the state from
 /// `waiting` to `finished`: the atomic's ordering makes the write visible to that reader.
 final class PendingReply: Sendable {
-    private static let idle = 0
-    private static let waiting = 1
-    private static let finished = 2
+    private enum State: Int, AtomicRepresentable {
+        /// Neither installed nor resumed.
+        case idle
+        /// The continuation is installed and waits.
+        case waiting
+        /// Resumed (or cancelled before it was installed).
+        case finished
+    }
 
-    private let state = Atomic<Int>(PendingReply.idle)
+    private let state = Atomic<State>(.idle)
     nonisolated(unsafe) private var continuation: UnsafeContinuation<[DBusValue], any Error>?
 
     /// The serial the call went out with, which its reply names; 0 until it is sent. Set and read
@@ -25,9 +30,8 @@ final class PendingReply: Sendable {
     /// the call was cancelled first.
     func install(_ continuation: UnsafeContinuation<[DBusValue], any Error>) -> Bool {
         self.continuation = continuation
-        let installed = state.compareExchange(
-            expected: Self.idle, desired: Self.waiting, ordering: .acquiringAndReleasing
-        ).exchanged
+        let installed = state.compareExchange(expected: .idle, desired: .waiting, ordering: .acquiringAndReleasing)
+            .exchanged
         if !installed { continuation.resume(throwing: CancellationError()) }
         return installed
     }
@@ -36,14 +40,10 @@ final class PendingReply: Sendable {
     @discardableResult
     func resume(with result: Result<[DBusValue], any Error>) -> Bool {
         // Cancelled before the continuation was installed: install() will see it.
-        if state.compareExchange(expected: Self.idle, desired: Self.finished, ordering: .acquiringAndReleasing)
-            .exchanged
-        {
+        if state.compareExchange(expected: .idle, desired: .finished, ordering: .acquiringAndReleasing).exchanged {
             return false
         }
-        guard
-            state.compareExchange(expected: Self.waiting, desired: Self.finished, ordering: .acquiringAndReleasing)
-                .exchanged,
+        guard state.compareExchange(expected: .waiting, desired: .finished, ordering: .acquiringAndReleasing).exchanged,
             let continuation
         else { return false }
         continuation.resume(with: result)
