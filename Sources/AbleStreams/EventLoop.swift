@@ -98,15 +98,23 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
     }
 
     private func submit(_ work: Work) {
-        let (wake, start) = inbox.withLock { inbox in
+        let (sleeper, start) = inbox.withLock { inbox in
             inbox.work.append(work)
-            let wake = inbox.sleeping
+            // The loop is held until its `eventfd` is written. A job comes with the executor
+            // unretained, and once the lock is released the loop's thread may wake for another
+            // reason, run this work, find no client and end, releasing what may be the loop's
+            // last reference before this thread writes. A sleeping loop's thread holds a
+            // reference until it takes this lock again, so retaining it here is safe.
+            let sleeper = inbox.sleeping ? Unmanaged.passRetained(self) : nil
             inbox.sleeping = false
             let start = !inbox.threadRunning
             inbox.threadRunning = true
-            return (wake, start)
+            return (sleeper, start)
         }
-        if wake { self.wake() }
+        if let sleeper {
+            wake()
+            sleeper.release()
+        }
         if start { startThread() }
     }
 
