@@ -1,5 +1,6 @@
 import AbleDBus
 import AbleTestSupport
+import Foundation
 import Testing
 
 #if canImport(Glibc)
@@ -329,20 +330,11 @@ struct ExportTests {
             #expect(try await peer("Ping") == [])
             let id = try #require(try await peer("GetMachineId").first).decode(String.self)
             #expect(id.count == 32 && id.allSatisfy(\.isHexDigit), "\(id)")
-            if let recorded = Self.firstLine(of: "/etc/machine-id") { #expect(id == recorded) }
+            if let recorded = try? String(contentsOfFile: "/etc/machine-id", encoding: .utf8) {
+                #expect(id == recorded.prefix { $0 != "\n" })
+            }
             let error = await #expect(throws: DBusError.self) { try await peer("Dance") }
             #expect(error?.name == .unknownMethod)
         }
-    }
-
-    /// The first line of a small file, or `nil` when it cannot be read.
-    static func firstLine(of path: String) -> String? {
-        let descriptor = open(path, O_RDONLY)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var bytes = [UInt8](repeating: 0, count: 256)
-        let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-        guard count > 0 else { return nil }
-        return String(decoding: bytes[..<count].prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
     }
 }

@@ -242,7 +242,11 @@ final class ConnectionCore: @unchecked Sendable {
     }
 
     private static func nanoseconds(of timeout: OpaquePointer) -> UInt64 {
-        UInt64(max(dbus_timeout_get_interval(timeout), 0)) * 1_000_000
+        nanoseconds(milliseconds: dbus_timeout_get_interval(timeout))
+    }
+
+    private static func nanoseconds(milliseconds: Int32) -> UInt64 {
+        UInt64(max(milliseconds, 0)) * 1_000_000
     }
 
     private func removeTimeout(_ timeout: OpaquePointer) {
@@ -346,7 +350,7 @@ final class ConnectionCore: @unchecked Sendable {
         // dispatched, which is still to come: replies and that message are dispatched on this loop.
         let deadline: UInt64? =
             timeoutMilliseconds == ABLE_DBUS_TIMEOUT_INFINITE
-            ? nil : LoopTimer.now() + UInt64(max(timeoutMilliseconds, 0)) * 1_000_000
+            ? nil : LoopTimer.now() + Self.nanoseconds(milliseconds: timeoutMilliseconds)
         reply.serial = serial
         pendingCalls[serial] = PendingCall(
             reply: reply, sender: expectedSender(destination: destination), deadline: deadline,
