@@ -186,11 +186,12 @@ final class BlueZGATTApplication: GATTServerBackend {
     static func readValue(_ core: GATTServerCore, _ id: AttributeID, _ call: DBusMethodCall) async throws -> [DBusValue]
     {
         let options = try GATTRequestOptions(call, argument: 0)
+        let central = options.central
         let value: [UInt8]
         do {
             value = try await core.read(
-                id, central: options.central, offset: options.offset, mtu: options.mtu,
-                abandonment: abandonment(of: call))
+                id, central: central, offset: options.offset, mtu: options.mtu,
+                abandonment: abandonment(of: call, from: central))
         } catch {
             throw reply(error)
         }
@@ -203,10 +204,11 @@ final class BlueZGATTApplication: GATTServerBackend {
     {
         let options = try GATTRequestOptions(call, argument: 1)
         let value = try call.argument(0, as: [UInt8].self)
+        let central = options.central
         do {
             try await core.write(
-                id, value: value, offset: options.offset, kind: options.writeKind, central: options.central,
-                mtu: options.mtu, prepared: options.prepareAuthorize, abandonment: abandonment(of: call))
+                id, value: value, offset: options.offset, kind: options.writeKind, central: central,
+                mtu: options.mtu, prepared: options.prepareAuthorize, abandonment: abandonment(of: call, from: central))
         } catch {
             throw reply(error)
         }
@@ -214,9 +216,11 @@ final class BlueZGATTApplication: GATTServerBackend {
     }
 
     /// How the server answers `call` before its handler returns: with the D-Bus error reply that
-    /// BlueZ turns into ``ATTError/unlikelyError``.
-    static func abandonment(of call: DBusMethodCall) -> RequestAbandonment? {
-        call.earlyAnswer.map { answer in RequestAbandonment { answer.fail(reply(ATTError.unlikelyError)) } }
+    /// BlueZ turns into ``ATTError/unlikelyError``. Only a request that names its central can be
+    /// abandoned (see ``RunningRequests``), so one that names none gets no closure made for it.
+    static func abandonment(of call: DBusMethodCall, from central: Central?) -> RequestAbandonment? {
+        guard central != nil else { return nil }
+        return call.earlyAnswer.map { answer in RequestAbandonment { answer.fail(reply(ATTError.unlikelyError)) } }
     }
 
     /// The error reply that makes BlueZ answer the central with `error`'s ATT code.

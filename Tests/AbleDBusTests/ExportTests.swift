@@ -224,7 +224,8 @@ struct ExportTests {
     }
 
     /// An early answer replies at once and cancels the handler, whose own answer is then dropped;
-    /// one given after the handler answered changes nothing.
+    /// one given after the handler answered changes nothing. One given before the handler first
+    /// suspends (here by the handler itself) cancels the handler's task as soon as there is one.
     @Test func anAsyncHandlersCallCanBeAnsweredEarly() async throws {
         try await withPrivateBus { bus, server in
             let client = try await bus.connect()
@@ -245,6 +246,12 @@ struct ExportTests {
                                 answers.value.append(try #require(call.earlyAnswer))
                                 return [.string("fast")]
                             },
+                            DBusMethod("AnswersItself", in: "", out: "s") { call in
+                                try #require(call.earlyAnswer).fail(DBusError(.failed, "answered before suspending"))
+                                while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(5)) }
+                                events.value.append("cancelled before suspending")
+                                return [.string("late")]
+                            },
                         ])
                 ], at: "/early")
             let call = { @Sendable (method: String) in
@@ -263,6 +270,10 @@ struct ExportTests {
             answers.value[1].fail(DBusError(.failed, "too late"))
             answers.value[0].fail(DBusError(.failed, "twice"))
             #expect(try await call("Fast") == [.string("fast")])
+
+            let early = await #expect(throws: DBusError.self) { try await call("AnswersItself") }
+            #expect(early?.message == "answered before suspending")
+            try await waitUntil { events.value == ["cancelled", "cancelled before suspending"] }
         }
     }
 

@@ -88,6 +88,40 @@ struct ValueTests {
     func signaturesSplitIntoCompleteTypes(signature: String, parts: [String]) throws {
         let parsed = try #require(DBusSignature(rawValue: signature))
         #expect(parsed.completeTypes.map(\.rawValue) == parts)
+        #expect(parts.indices.map { parsed.completeType(at: $0)?.rawValue } == parts)
+        #expect(parsed.completeType(at: parts.count) == nil)
+    }
+
+    /// Empty arrays passed as arguments, not inside a variant, arrive with their element
+    /// signatures, which are read off the message's signature: both ways, between other arguments.
+    @Test func emptyArgumentArraysKeepTheirSignatures() async throws {
+        let arguments: [DBusValue] = [
+            .string("first"), .dictionary(key: .string, value: .variant, []), .array("as", []), .bytes([]),
+            .uint32(7), .array("(si)", []), .dictionary(key: .objectPath, value: "a{sa{sv}}", []),
+            .array(.string, [.string("last")]),
+        ]
+        let signature = try #require(DBusSignature(rawValue: arguments.map(\.signature.rawValue).joined()))
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            let received = Locked<[DBusValue]>([])
+            try await server.export(
+                [
+                    DBusInterface(
+                        "org.example.Empty",
+                        methods: [
+                            DBusMethod("Echo", in: signature, out: signature) { call in
+                                received.value = call.arguments
+                                return call.arguments
+                            }
+                        ])
+                ], at: "/empty")
+            let reply = try await client.call(
+                destination: server.uniqueName, path: "/empty", interface: "org.example.Empty", method: "Echo",
+                arguments: arguments)
+            #expect(received.value == arguments)
+            #expect(reply == arguments)
+            #expect(reply.map(\.signature) == arguments.map(\.signature))
+        }
     }
 
     @Test(arguments: ["a", "a{vs}", "(", "{ss}", "z"])

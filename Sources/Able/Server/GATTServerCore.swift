@@ -64,15 +64,6 @@ package final class GATTServerCore: Sendable {
         running.abandon(central)
     }
 
-    /// Runs a read or write handler so that ``abandonRequests(of:)`` can answer it first when the
-    /// request names its central: through `abandonment`, or in a task of its own without it.
-    private func runHandler<T: Sendable>(
-        for central: Central?, abandonment: RequestAbandonment?, _ handler: @escaping @Sendable () async throws -> T
-    ) async throws -> T {
-        guard let central else { return try await handler() }
-        return try await running.run(for: central, abandonment: abandonment, handler)
-    }
-
     /// Answers a read: the handler's value, or the stored one from `offset`. `abandonment` is how
     /// the backend answers the request early (see ``RunningRequests``).
     ///
@@ -97,7 +88,15 @@ package final class GATTServerCore: Sendable {
             central: central, offset: offset, mtu: mtu, storedValue: stored)
         let value: [UInt8]
         do {
-            value = try await runHandler(for: central, abandonment: abandonment) { try await handler(request) }
+            // A request that names its central runs so that abandonRequests(of:) can answer it first
+            // (see RunningRequests). One that names none calls the handler directly: passing it
+            // to the generic run(for:abandonment:_:) costs two allocations (a closure and the
+            // thunk that adapts it), and nothing could abandon it.
+            if let central {
+                value = try await running.run(for: central, abandonment: abandonment) { try await handler(request) }
+            } else {
+                value = try await handler(request)
+            }
         } catch let error as ATTError {
             throw error
         } catch {
@@ -131,8 +130,13 @@ package final class GATTServerCore: Sendable {
                 characteristicUUID: descriptor == nil ? nil : characteristic.uuid, value: value, offset: offset,
                 kind: kind, central: central, mtu: mtu, storedValue: stored, isPrepared: prepared)
             do {
-                response = try await runHandler(for: central, abandonment: abandonment) {
-                    try await handler(request)
+                // As in read(_:central:offset:mtu:abandonment:).
+                if let central {
+                    response = try await running.run(for: central, abandonment: abandonment) {
+                        try await handler(request)
+                    }
+                } else {
+                    response = try await handler(request)
                 }
             } catch let error as ATTError {
                 throw error

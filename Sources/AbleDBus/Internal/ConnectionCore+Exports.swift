@@ -1,5 +1,6 @@
 import AbleStreams
 import CDBus
+import Synchronization
 
 extension ConnectionCore {
     private static let propertiesInterface = "org.freedesktop.DBus.Properties"
@@ -216,16 +217,27 @@ extension ConnectionCore {
 }
 
 /// Sends the one reply a method call gets, unless the caller asked for none.
+///
+/// An asynchronous handler's call can be answered twice over: by the handler's result and by an
+/// early answer (``DBusEarlyAnswer``), from any threads. An atomic state decides which answer is
+/// sent, rather than a `Lock`: a `Lock` is a second allocation per call, and every method call
+/// makes a `Replier`.
 final class Replier: @unchecked Sendable {
     // Touched only on the connection's event loop.
     private let core: ConnectionCore
     private let message: OpaquePointer
     /// Where an asynchronous handler's call stands; any thread.
-    private let handler = Lock(HandlerState.running(nil))
+    private let state = Atomic<HandlerState>(.running)
+    /// The handler's task once it has suspended or returned: written once, before `state` leaves
+    /// `running` for `runningWithTask`, and read only by whoever moves `state` on from
+    /// `runningWithTask` (the atomic's ordering makes the write visible to that reader).
+    nonisolated(unsafe) private var task: Task<Void, Never>?
 
-    private enum HandlerState {
-        /// Not answered yet; the handler's task once it has suspended.
-        case running(Task<Void, Never>?)
+    private enum HandlerState: UInt8, AtomicRepresentable {
+        /// Not answered; the handler has not suspended or returned yet.
+        case running
+        /// Not answered; ``task`` holds the handler's task.
+        case runningWithTask
         /// The handler's result answered the call.
         case answered
         /// ``answerEarly(_:loop:)`` answered it: the handler's task is cancelled.
@@ -265,37 +277,38 @@ final class Replier: @unchecked Sendable {
     /// Records the task of the call's asynchronous handler, once it has suspended or returned; an
     /// early answer that came first cancels it.
     func handlerStarted(_ task: Task<Void, Never>) {
-        let cancel = handler.withLock { state -> Bool in
-            switch state {
-            case .running: state = .running(task)
-            case .answered: break
-            case .answeredEarly: return true
-            }
-            return false
-        }
-        if cancel { task.cancel() }
+        self.task = task
+        let (exchanged, found) = state.compareExchange(
+            expected: .running, desired: .runningWithTask, ordering: .acquiringAndReleasing)
+        if !exchanged, found == .answeredEarly { task.cancel() }
     }
 
     /// Claims the right to answer an asynchronous handler's call with its result: `false` when an
     /// early answer has answered it. Any thread.
     func claimAnswer() -> Bool {
-        handler.withLock { state in
-            guard case .running = state else { return false }
-            state = .answered
-            return true
+        var current = state.load(ordering: .acquiring)
+        while current == .running || current == .runningWithTask {
+            let (exchanged, found) = state.compareExchange(
+                expected: current, desired: .answered, ordering: .acquiringAndReleasing)
+            if exchanged { return true }
+            current = found
         }
+        return false
     }
 
     /// Answers the call with `error` unless it has been answered, and cancels its handler. Any
     /// thread; the answer is sent on the loop.
     func answerEarly(_ error: DBusError, loop: EventLoop) {
-        let running = handler.withLock { state -> Task<Void, Never>?? in
-            guard case .running(let task) = state else { return nil }
-            state = .answeredEarly
-            return .some(task)
+        var current = state.load(ordering: .acquiring)
+        while true {
+            guard current == .running || current == .runningWithTask else { return }
+            let (exchanged, found) = state.compareExchange(
+                expected: current, desired: .answeredEarly, ordering: .acquiringAndReleasing)
+            if exchanged { break }
+            current = found
         }
-        guard let running else { return }
-        running?.cancel()
+        // Still `running`: the handler has not suspended yet, and handlerStarted(_:) cancels it.
+        if current == .runningWithTask { task?.cancel() }
         if loop.isOnLoop {
             fail(error)
         } else {

@@ -11,10 +11,23 @@ enum MessageCoding {
         var iter = DBusMessageIter()
         guard dbus_message_iter_init(message, &iter) != 0 else { return [] }
         var values: [DBusValue] = []
+        var position = 0
         repeat {
-            values.append(try decode(&iter))
+            if dbus_message_iter_get_arg_type(&iter) == ABLE_DBUS_TYPE_ARRAY {
+                values.append(try decodeArray(&iter, signature: argumentSignature(position, of: message)))
+            } else {
+                values.append(try decode(&iter))
+            }
+            position += 1
         } while dbus_message_iter_next(&iter) != 0
         return values
+    }
+
+    /// The signature of argument `position` of `message`, read off the message's header.
+    private static func argumentSignature(_ position: Int, of message: OpaquePointer) -> DBusSignature? {
+        dbus_message_get_signature(message).flatMap {
+            DBusSignature(unchecked: String(cString: $0)).completeType(at: position)
+        }
     }
 
     private static func decode(_ iter: inout DBusMessageIter) throws(DBusError) -> DBusValue {
@@ -87,7 +100,13 @@ enum MessageCoding {
         }
     }
 
-    private static func decodeArray(_ iter: inout DBusMessageIter) throws(DBusError) -> DBusValue {
+    /// Decodes an array. `signature` is the array's own signature when the caller knows it
+    /// without libdbus: an empty array's element signature is then taken from it, rather than
+    /// from `dbus_message_iter_get_signature`, which allocates a copy (two allocations per empty
+    /// array, such as the empty options of most of BlueZ's calls).
+    private static func decodeArray(
+        _ iter: inout DBusMessageIter, signature: @autoclosure () -> DBusSignature? = nil
+    ) throws(DBusError) -> DBusValue {
         let elementType = dbus_message_iter_get_element_type(&iter)
         var sub = DBusMessageIter()
         dbus_message_iter_recurse(&iter, &sub)
@@ -106,11 +125,15 @@ enum MessageCoding {
                 keySignature = key
                 valueSignature = value
             } else {
-                let entryTypes = elementSignature(of: &sub).rawValue.utf8.dropFirst().dropLast()
+                let entryTypes = elementSignature(of: &sub, known: signature()).rawValue.utf8.dropFirst().dropLast()
                 keySignature = DBusSignature(unchecked: String(Character(Unicode.Scalar(entryTypes.first!))))
                 valueSignature = DBusSignature(unchecked: String(decoding: entryTypes.dropFirst(), as: UTF8.self))
             }
             var entries: [DBusDictionaryEntry] = []
+            // Room for 8 at once: most dictionaries on the bus are that small (BlueZ's request
+            // options carry 3 to 5 entries), and appending to an empty array one entry at a time
+            // regrows it at 2 and at 4.
+            if dbus_message_iter_get_arg_type(&sub) == ABLE_DBUS_TYPE_DICT_ENTRY { entries.reserveCapacity(8) }
             while dbus_message_iter_get_arg_type(&sub) == ABLE_DBUS_TYPE_DICT_ENTRY {
                 var entry = DBusMessageIter()
                 dbus_message_iter_recurse(&sub, &entry)
@@ -122,13 +145,13 @@ enum MessageCoding {
             }
             return .dictionary(key: keySignature, value: valueSignature, entries)
         }
-        let signature = singleCodeSignature(elementType) ?? elementSignature(of: &sub)
+        let element = singleCodeSignature(elementType) ?? elementSignature(of: &sub, known: signature())
         var elements: [DBusValue] = []
         while dbus_message_iter_get_arg_type(&sub) != ABLE_DBUS_TYPE_INVALID {
             elements.append(try decode(&sub))
             dbus_message_iter_next(&sub)
         }
-        return .array(signature, elements)
+        return .array(element, elements)
     }
 
     /// The signature of a basic type or variant from its type code, without asking libdbus
@@ -162,7 +185,12 @@ enum MessageCoding {
         return (key, value)
     }
 
-    private static func elementSignature(of sub: inout DBusMessageIter) -> DBusSignature {
+    /// The element signature of the array `sub` iterates: from the array's `known` signature when
+    /// given, else from libdbus.
+    private static func elementSignature(of sub: inout DBusMessageIter, known: DBusSignature?) -> DBusSignature {
+        if let known, known.rawValue.utf8.first == UInt8(ascii: "a") {
+            return DBusSignature(unchecked: String(known.rawValue.dropFirst()))
+        }
         guard let raw = dbus_message_iter_get_signature(&sub) else { return "" }
         defer { dbus_free(raw) }
         return DBusSignature(unchecked: String(cString: raw))

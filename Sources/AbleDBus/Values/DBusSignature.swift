@@ -54,6 +54,19 @@ public struct DBusSignature: RawRepresentable, Hashable, Sendable, CustomStringC
         return result
     }
 
+    /// The complete type at `position` in ``completeTypes``, found without building that list;
+    /// `nil` past its end.
+    package func completeType(at position: Int) -> DBusSignature? {
+        let utf8 = rawValue.utf8
+        var index = utf8.startIndex
+        for _ in 0..<position {
+            guard index < utf8.endIndex else { return nil }
+            index = Self.endOfCompleteType(in: utf8, from: index)
+        }
+        guard index < utf8.endIndex else { return nil }
+        return DBusSignature(unchecked: String(rawValue[index..<Self.endOfCompleteType(in: utf8, from: index)]))
+    }
+
     private static func endOfCompleteType(in utf8: String.UTF8View, from start: String.Index) -> String.Index {
         var index = start
         // An array's element type follows its `a`, so skip every leading `a`.
