@@ -188,7 +188,10 @@ public actor DBusConnection {
     ) async throws -> [DBusValue] {
         try Task.checkCancellation()
         if let closedError = core.closedError { throw closedError }
-        guard let message = dbus_message_new_method_call(destination, path.rawValue, interface, method) else {
+        guard
+            let message = MessageHeaders.methodCall(
+                destination: destination, path: path, interface: interface, method: method)
+        else {
             throw DBusError(.noMemory, "could not create the call")
         }
         do {
@@ -247,7 +250,10 @@ public actor DBusConnection {
         arguments: [DBusValue] = []
     ) throws {
         if let closedError = core.closedError { throw closedError }
-        guard let message = dbus_message_new_method_call(destination, path.rawValue, interface, method) else {
+        guard
+            let message = MessageHeaders.methodCall(
+                destination: destination, path: path, interface: interface, method: method)
+        else {
             throw DBusError(.noMemory, "could not create the call")
         }
         dbus_message_set_no_reply(message, 1)

@@ -204,7 +204,7 @@ extension ConnectionCore {
     }
 
     func emitSignal(path: DBusObjectPath, interface: String, member: String, arguments: [DBusValue]) {
-        guard let message = dbus_message_new_signal(path.rawValue, interface, member) else { return }
+        guard let message = MessageHeaders.signal(path: path, interface: interface, member: member) else { return }
         do {
             try MessageCoding.append(arguments, to: message)
         } catch {
@@ -269,7 +269,7 @@ final class Replier: @unchecked Sendable {
 
     func fail(_ error: DBusError) {
         guard dbus_message_get_no_reply(message) == 0,
-            let reply = dbus_message_new_error(message, error.name.rawValue, error.message)
+            let reply = MessageHeaders.error(replyingTo: message, error)
         else { return }
         core.sendWithoutReply(reply)
     }
