@@ -13,6 +13,12 @@
 /// key costs a load per yield. Batches do not nest: an inner ``run(isolation:_:)`` joins the outer one.
 package final class DeliveryBatch {
     private var deferred: [any DeferredWake] = []
+    /// The buffers being woken at the end of a run: `deferred`'s storage is swapped in here, so
+    /// that both arrays keep their capacity from run to run. (Copying `deferred` and emptying it
+    /// with `removeAll(keepingCapacity:)`, as this did, allocates a new buffer in every run that
+    /// deferred a wake-up, because the copy still holds the old one: one allocation per paced
+    /// notification.)
+    private var waking: [any DeferredWake] = []
 
     package init() {}
 
@@ -34,9 +40,11 @@ package final class DeliveryBatch {
         pthread_setspecific(Self.key, Unmanaged.passUnretained(self).toOpaque())
         defer {
             pthread_setspecific(Self.key, nil)
-            let buffers = deferred
-            deferred.removeAll(keepingCapacity: true)
-            for buffer in buffers { buffer.endBatch() }
+            if !deferred.isEmpty {
+                swap(&deferred, &waking)
+                for buffer in waking { buffer.endBatch() }
+                waking.removeAll(keepingCapacity: true)
+            }
         }
         return try body()
     }

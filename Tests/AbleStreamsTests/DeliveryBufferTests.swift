@@ -114,6 +114,32 @@ struct DeliveryBufferTests {
         #expect(try await consumer.value == Array(0..<30))
     }
 
+    /// One batch, run again and again as a connection's is, wakes at the end of each run the
+    /// consumers that run held back.
+    @Test func aBatchRunAgainWakesTheConsumersOfEachRun() async throws {
+        // Only ever touched on the queue below, one run at a time.
+        nonisolated(unsafe) let batch = DeliveryBatch()
+        let queue = DispatchQueue(label: "batch")
+        for round in 0..<3 {
+            let buffers = (0..<2).map { _ in DeliveryBuffer<Int>(limit: 10, policy: .dropNewest) }
+            let consumers = buffers.map { buffer in Task { try await buffer.next() } }
+            for buffer in buffers { try await waitUntil { buffer.isConsumerWaiting } }
+            let heldBack = await withCheckedContinuation { continuation in
+                queue.async {
+                    let held = batch.run {
+                        for (index, buffer) in buffers.enumerated() { buffer.yield(round * 10 + index) }
+                        return buffers.allSatisfy(\.isConsumerWaiting)
+                    }
+                    continuation.resume(returning: held)
+                }
+            }
+            #expect(heldBack)
+            for (index, consumer) in consumers.enumerated() {
+                #expect(try await consumer.value == round * 10 + index)
+            }
+        }
+    }
+
     @Test func outsideABatchAYieldWakesAtOnce() async throws {
         let buffer = DeliveryBuffer<Int>(limit: 10, policy: .dropNewest)
         let consumer = Task { try await buffer.next() }
