@@ -76,8 +76,8 @@ package final class GATTServerCore: Sendable {
         guard descriptor?.isReadable ?? characteristic.isReadable else { throw ATTError.readNotPermitted }
         let stored = storedValue(id)
         let handler =
-            descriptor.map { definition.descriptorReads[$0.uuid] ?? definition.anyDescriptorRead }
-            ?? (definition.characteristicReads[characteristic.uuid] ?? definition.anyCharacteristicRead)
+            (descriptor.map { definition.descriptorReads[$0.uuid] ?? definition.anyDescriptorRead }
+            ?? (definition.characteristicReads[characteristic.uuid] ?? definition.anyCharacteristicRead))?.handle
         guard let handler else {
             guard offset <= stored.count else { throw ATTError.invalidOffset }
             return Array(stored[offset...])
@@ -121,8 +121,8 @@ package final class GATTServerCore: Sendable {
         // A prepared piece is checked against the value when the write is executed.
         guard prepared || offset <= stored.count else { throw ATTError.invalidOffset }
         let handler =
-            descriptor.map { definition.descriptorWrites[$0.uuid] ?? definition.anyDescriptorWrite }
-            ?? (definition.characteristicWrites[characteristic.uuid] ?? definition.anyCharacteristicWrite)
+            (descriptor.map { definition.descriptorWrites[$0.uuid] ?? definition.anyDescriptorWrite }
+            ?? (definition.characteristicWrites[characteristic.uuid] ?? definition.anyCharacteristicWrite))?.handle
         var response = WriteResponse.store
         if let handler {
             let request = WriteRequest(

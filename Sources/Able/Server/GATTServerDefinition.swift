@@ -12,14 +12,14 @@ public struct GATTServerDefinition: Sendable {
     /// Whether the server manages its centrals (see ``AutoManageDevices``).
     public var managesDevicesAutomatically = false
 
-    var characteristicReads: [BluetoothUUID: ReadHandler] = [:]
-    var characteristicWrites: [BluetoothUUID: WriteHandler] = [:]
-    var descriptorReads: [BluetoothUUID: ReadHandler] = [:]
-    var descriptorWrites: [BluetoothUUID: WriteHandler] = [:]
-    var anyCharacteristicRead: ReadHandler?
-    var anyCharacteristicWrite: WriteHandler?
-    var anyDescriptorRead: ReadHandler?
-    var anyDescriptorWrite: WriteHandler?
+    var characteristicReads: [BluetoothUUID: StoredReadHandler] = [:]
+    var characteristicWrites: [BluetoothUUID: StoredWriteHandler] = [:]
+    var descriptorReads: [BluetoothUUID: StoredReadHandler] = [:]
+    var descriptorWrites: [BluetoothUUID: StoredWriteHandler] = [:]
+    var anyCharacteristicRead: StoredReadHandler?
+    var anyCharacteristicWrite: StoredWriteHandler?
+    var anyDescriptorRead: StoredReadHandler?
+    var anyDescriptorWrite: StoredWriteHandler?
     var connectionHandlers: [@Sendable (GATTServer, CentralConnectionChange) async -> Void] = []
     var subscriptionHandlers: [@Sendable (GATTServer, Central?, BluetoothUUID, Bool) async -> Void] = []
     var stateHandlers: [@Sendable (GATTServer, Bool) async -> Void] = []
@@ -94,4 +94,18 @@ public struct GATTServerDefinition: Sendable {
                 .invalidArguments, message: "invalid GATT server: " + problems.sorted().joined(separator: "; "))
         }
     }
+}
+
+// A handler is kept in a struct of its own type, not bare: a function stored in a dictionary or
+// an optional is kept at the generic abstraction, and every lookup wraps it in a reabstraction
+// thunk, which is an allocation for every request the server answers.
+
+/// A read handler, as the definition's tables keep it.
+struct StoredReadHandler: Sendable {
+    let handle: GATTServerDefinition.ReadHandler
+}
+
+/// A write handler, as the definition's tables keep it.
+struct StoredWriteHandler: Sendable {
+    let handle: GATTServerDefinition.WriteHandler
 }

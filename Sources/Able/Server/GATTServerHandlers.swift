@@ -16,7 +16,7 @@ public struct OnRead: GATTServerComponent {
     }
 
     public func apply(to definition: inout GATTServerDefinition) {
-        definition.add(uuids, handler, to: \.characteristicReads, kind: "OnRead")
+        definition.add(uuids, StoredReadHandler(handle: handler), to: \.characteristicReads, kind: "OnRead")
     }
 }
 
@@ -37,7 +37,7 @@ public struct OnWrite: GATTServerComponent {
     }
 
     public func apply(to definition: inout GATTServerDefinition) {
-        definition.add(uuids, handler, to: \.characteristicWrites, kind: "OnWrite")
+        definition.add(uuids, StoredWriteHandler(handle: handler), to: \.characteristicWrites, kind: "OnWrite")
     }
 }
 
@@ -53,7 +53,7 @@ public struct OnReadDescriptor: GATTServerComponent {
     }
 
     public func apply(to definition: inout GATTServerDefinition) {
-        definition.add(uuids, handler, to: \.descriptorReads, kind: "OnReadDescriptor")
+        definition.add(uuids, StoredReadHandler(handle: handler), to: \.descriptorReads, kind: "OnReadDescriptor")
     }
 }
 
@@ -69,7 +69,7 @@ public struct OnWriteDescriptor: GATTServerComponent {
     }
 
     public func apply(to definition: inout GATTServerDefinition) {
-        definition.add(uuids, handler, to: \.descriptorWrites, kind: "OnWriteDescriptor")
+        definition.add(uuids, StoredWriteHandler(handle: handler), to: \.descriptorWrites, kind: "OnWriteDescriptor")
     }
 }
 
@@ -79,7 +79,7 @@ public struct OnAnyRead: GATTServerComponent {
     /// Answers the reads no ``OnRead`` covers with `handler`'s value.
     public init(_ handler: @escaping GATTServerDefinition.ReadHandler) { self.handler = handler }
     public func apply(to definition: inout GATTServerDefinition) {
-        definition.setCatchAll(\.anyCharacteristicRead, handler, kind: "OnAnyRead")
+        definition.setCatchAll(\.anyCharacteristicRead, StoredReadHandler(handle: handler), kind: "OnAnyRead")
     }
 }
 
@@ -89,7 +89,7 @@ public struct OnAnyWrite: GATTServerComponent {
     /// Answers the writes no ``OnWrite`` covers with `handler`.
     public init(_ handler: @escaping GATTServerDefinition.WriteHandler) { self.handler = handler }
     public func apply(to definition: inout GATTServerDefinition) {
-        definition.setCatchAll(\.anyCharacteristicWrite, handler, kind: "OnAnyWrite")
+        definition.setCatchAll(\.anyCharacteristicWrite, StoredWriteHandler(handle: handler), kind: "OnAnyWrite")
     }
 }
 
@@ -99,7 +99,7 @@ public struct OnAnyReadDescriptor: GATTServerComponent {
     /// Answers the descriptor reads no ``OnReadDescriptor`` covers with `handler`'s value.
     public init(_ handler: @escaping GATTServerDefinition.ReadHandler) { self.handler = handler }
     public func apply(to definition: inout GATTServerDefinition) {
-        definition.setCatchAll(\.anyDescriptorRead, handler, kind: "OnAnyReadDescriptor")
+        definition.setCatchAll(\.anyDescriptorRead, StoredReadHandler(handle: handler), kind: "OnAnyReadDescriptor")
     }
 }
 
@@ -109,7 +109,7 @@ public struct OnAnyWriteDescriptor: GATTServerComponent {
     /// Answers the descriptor writes no ``OnWriteDescriptor`` covers with `handler`.
     public init(_ handler: @escaping GATTServerDefinition.WriteHandler) { self.handler = handler }
     public func apply(to definition: inout GATTServerDefinition) {
-        definition.setCatchAll(\.anyDescriptorWrite, handler, kind: "OnAnyWriteDescriptor")
+        definition.setCatchAll(\.anyDescriptorWrite, StoredWriteHandler(handle: handler), kind: "OnAnyWriteDescriptor")
     }
 }
 
