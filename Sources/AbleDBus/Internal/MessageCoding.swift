@@ -11,6 +11,9 @@ enum MessageCoding {
         var iter = DBusMessageIter()
         guard dbus_message_iter_init(message, &iter) != 0 else { return [] }
         var values: [DBusValue] = []
+        // The signature's length bounds the number of arguments: reserving that much at once
+        // saves the regrowths of appending them one at a time (two for a PropertiesChanged).
+        if let signature = dbus_message_get_signature(message) { values.reserveCapacity(strlen(signature)) }
         var position = 0
         repeat {
             if dbus_message_iter_get_arg_type(&iter) == ABLE_DBUS_TYPE_ARRAY {
