@@ -286,34 +286,33 @@ final class Replier: @unchecked Sendable {
     /// Claims the right to answer an asynchronous handler's call with its result: `false` when an
     /// early answer has answered it. Any thread.
     func claimAnswer() -> Bool {
-        var current = state.load(ordering: .acquiring)
-        while current == .running || current == .runningWithTask {
-            let (exchanged, found) = state.compareExchange(
-                expected: current, desired: .answered, ordering: .acquiringAndReleasing)
-            if exchanged { return true }
-            current = found
-        }
-        return false
+        answer(as: .answered) != nil
     }
 
     /// Answers the call with `error` unless it has been answered, and cancels its handler. Any
     /// thread; the answer is sent on the loop.
     func answerEarly(_ error: DBusError, loop: EventLoop) {
-        var current = state.load(ordering: .acquiring)
-        while true {
-            guard current == .running || current == .runningWithTask else { return }
-            let (exchanged, found) = state.compareExchange(
-                expected: current, desired: .answeredEarly, ordering: .acquiringAndReleasing)
-            if exchanged { break }
-            current = found
-        }
-        // Still `running`: the handler has not suspended yet, and handlerStarted(_:) cancels it.
-        if current == .runningWithTask { task?.cancel() }
+        guard let left = answer(as: .answeredEarly) else { return }
+        // Left `running`: the handler has not suspended yet, and handlerStarted(_:) cancels it.
+        if left == .runningWithTask { task?.cancel() }
         if loop.isOnLoop {
             fail(error)
         } else {
             loop.execute { self.fail(error) }
         }
+    }
+
+    /// Moves the state from either running state to `answered`, the one answer a call gets;
+    /// returns the running state it left, or `nil` when the call was answered already.
+    private func answer(as answered: HandlerState) -> HandlerState? {
+        var current = state.load(ordering: .acquiring)
+        while current == .running || current == .runningWithTask {
+            let (exchanged, found) = state.compareExchange(
+                expected: current, desired: answered, ordering: .acquiringAndReleasing)
+            if exchanged { return current }
+            current = found
+        }
+        return nil
     }
 
     func complete(_ result: Result<[DBusValue], any Error>, outputSignature: DBusSignature) {

@@ -10,14 +10,15 @@ enum MessageCoding {
     static func decodeArguments(of message: OpaquePointer) throws(DBusError) -> [DBusValue] {
         var iter = DBusMessageIter()
         guard dbus_message_iter_init(message, &iter) != 0 else { return [] }
+        let signature = dbus_message_get_signature(message)
         var values: [DBusValue] = []
         // The signature's length bounds the number of arguments: reserving that much at once
         // saves the regrowths of appending them one at a time (two for a PropertiesChanged).
-        if let signature = dbus_message_get_signature(message) { values.reserveCapacity(strlen(signature)) }
+        if let signature { values.reserveCapacity(strlen(signature)) }
         var position = 0
         repeat {
             if dbus_message_iter_get_arg_type(&iter) == ABLE_DBUS_TYPE_ARRAY {
-                values.append(try decodeArray(&iter, signature: argumentSignature(position, of: message)))
+                values.append(try decodeArray(&iter, signature: argumentSignature(position, in: signature)))
             } else {
                 values.append(try decode(&iter))
             }
@@ -26,11 +27,9 @@ enum MessageCoding {
         return values
     }
 
-    /// The signature of argument `position` of `message`, read off the message's header.
-    private static func argumentSignature(_ position: Int, of message: OpaquePointer) -> DBusSignature? {
-        dbus_message_get_signature(message).flatMap {
-            DBusSignature(unchecked: String(cString: $0)).completeType(at: position)
-        }
+    /// The signature of argument `position`, from the message's `signature`.
+    private static func argumentSignature(_ position: Int, in signature: UnsafePointer<CChar>?) -> DBusSignature? {
+        signature.flatMap { DBusSignature(unchecked: String(cString: $0)).completeType(at: position) }
     }
 
     private static func decode(_ iter: inout DBusMessageIter) throws(DBusError) -> DBusValue {
