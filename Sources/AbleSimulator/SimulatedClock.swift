@@ -127,7 +127,7 @@ public final class SimulatedClock: Clock, Sendable {
     /// has not run yet or a stream holds a value for its consumer.
     static let busySpells = 64
     /// Outside ``run(isolation:_:)``: how long in real time a quiet spell lasts at least after the code under
-    /// test last asked the radio for something or went to sleep. Code that goes from one step to
+    /// test last asked the radio for something, went to sleep or woke up. Code that goes from one step to
     /// the next is invisible between them; on a loaded machine a thread can wait for a CPU for
     /// tens of milliseconds (20 ms was too little for 50 reads under ThreadSanitizer with both
     /// cores busy), far longer than a spell of yields on another thread. Deadlines the radio
@@ -200,9 +200,13 @@ public final class SimulatedClock: Clock, Sendable {
         }
         defer {
             // A sleeper woken off the executor is on its way until here: time waited for it.
+            // Its task's next steps are as invisible as those after a request, and on a loaded
+            // machine they can take as long to show: outside `run`, they get the same real time.
             let wasWaking = state.withLock { state -> Bool in
                 state.generation &+= 1
-                return state.waking.remove(id) != nil
+                guard state.waking.remove(id) != nil else { return false }
+                state.lastRequest = .now
+                return true
             }
             if wasWaking { simulation.look() }
         }
