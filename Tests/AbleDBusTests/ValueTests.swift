@@ -94,6 +94,45 @@ struct ValueTests {
 
     /// Empty arrays passed as arguments, not inside a variant, arrive with their element
     /// signatures, which are read off the message's signature: both ways, between other arguments.
+    /// Long strings and object paths are taken from a cache of recent ones, on the way in (the
+    /// server's arguments) and back (the client's reply): each message must still get its own.
+    @Test func longStringsRepeatedAcrossMessagesArriveAsSent() async throws {
+        // Same lengths with other bytes, one byte apart, inline and long, repeated and evicted.
+        var texts = (0..<12).map { "org.example.Interface\($0 % 10)" } + ["org.example.Interface"]
+        texts += [
+            "org.example.InterfacX", "short", "", "org.example.Interface3", "ü" + String(repeating: "x", count: 19),
+        ]
+        let paths = try (0..<12).map {
+            try #require(DBusObjectPath(rawValue: "/org/bluez/hci0/dev_00_AA_01_01_00_\(10 + $0 % 11)"))
+        }
+        try await withPrivateBus { bus, server in
+            let client = try await bus.connect()
+            let received = Locked<[[DBusValue]]>([])
+            try await server.export(
+                [
+                    DBusInterface(
+                        "org.example.Strings",
+                        methods: [
+                            DBusMethod("Echo", in: "saoo", out: "saoo") { call in
+                                received.value.append(call.arguments)
+                                return call.arguments
+                            }
+                        ])
+                ], at: "/strings")
+            for (index, text) in texts.enumerated() {
+                let arguments: [DBusValue] = [
+                    .string(text), .array(.objectPath, paths.prefix(index % 4 + 1).map(DBusValue.objectPath)),
+                    .objectPath(paths[index % paths.count]),
+                ]
+                let reply = try await client.call(
+                    destination: server.uniqueName, path: "/strings", interface: "org.example.Strings", method: "Echo",
+                    arguments: arguments)
+                #expect(reply == arguments)
+                #expect(received.value.last == arguments)
+            }
+        }
+    }
+
     @Test func emptyArgumentArraysKeepTheirSignatures() async throws {
         let arguments: [DBusValue] = [
             .string("first"), .dictionary(key: .string, value: .variant, []), .array("as", []), .bytes([]),

@@ -39,7 +39,7 @@ extension ConnectionCore {
         }
         let arguments: [DBusValue]
         do {
-            arguments = try MessageCoding.decodeArguments(of: message)
+            arguments = try MessageCoding.decodeArguments(of: message, strings: &bodyStrings)
         } catch {
             replier.fail(error)
             return

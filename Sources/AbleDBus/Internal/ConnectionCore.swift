@@ -26,6 +26,10 @@ final class ConnectionCore: @unchecked Sendable {
     /// The header fields of recent signals and method calls, reused by the next messages that
     /// repeat them.
     var headerStrings = RecentStrings(capacity: 16)
+    /// The long strings and object paths in the bodies of recent messages: the device path of
+    /// each of `bluetoothd`'s requests, the interface of each `PropertiesChanged`. Kept apart
+    /// from ``headerStrings``, so that varied body strings do not push header fields out.
+    var bodyStrings: RecentStrings? = RecentStrings(capacity: 8)
 
     // Calls awaiting replies.
     /// The calls sent and not yet answered, by their serial, which their replies name. Able matches
@@ -366,7 +370,7 @@ final class ConnectionCore: @unchecked Sendable {
             log(refusal.message)
             call.reply.resume(with: .failure(refusal))
         } else {
-            call.reply.resume(with: Self.decodeReply(message))
+            call.reply.resume(with: Self.decodeReply(message, strings: &bodyStrings))
         }
     }
 
@@ -400,7 +404,9 @@ final class ConnectionCore: @unchecked Sendable {
             "a reply from \(sender) was refused: the call to \(expected.destination) went to \(expected.owner)")
     }
 
-    static func decodeReply(_ message: OpaquePointer) -> Result<[DBusValue], any Error> {
+    static func decodeReply(
+        _ message: OpaquePointer, strings: inout RecentStrings?
+    ) -> Result<[DBusValue], any Error> {
         if dbus_message_get_type(message) == ABLE_DBUS_MESSAGE_TYPE_ERROR {
             let name =
                 dbus_message_get_error_name(message).map { String(cString: $0) } ?? DBusError.Name.failed.rawValue
@@ -412,7 +418,11 @@ final class ConnectionCore: @unchecked Sendable {
             }
             return .failure(DBusError(DBusError.Name(rawValue: name), text))
         }
-        return Result { try MessageCoding.decodeArguments(of: message) }
+        do {
+            return .success(try MessageCoding.decodeArguments(of: message, strings: &strings))
+        } catch {
+            return .failure(error)
+        }
     }
 
     /// Sends a message that expects no reply (a signal, a reply, or a call flagged no-reply).
@@ -439,7 +449,7 @@ final class ConnectionCore: @unchecked Sendable {
         var decoded: Result<DBusSignal, DBusError>?
         func signal() -> Result<DBusSignal, DBusError> {
             if let decoded { return decoded }
-            let result = Result { () throws(DBusError) in try view.decoded() }
+            let result = Result { () throws(DBusError) in try view.decoded(strings: &bodyStrings) }
             decoded = result
             return result
         }

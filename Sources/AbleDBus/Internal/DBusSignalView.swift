@@ -23,9 +23,16 @@ package struct DBusSignalView {
 
     /// Decodes every argument, as a ``DBusSignal``.
     package func decoded() throws(DBusError) -> DBusSignal {
+        var strings: RecentStrings?
+        return try decoded(strings: &strings)
+    }
+
+    /// Decodes every argument, as a ``DBusSignal``, taking long strings from `strings` when
+    /// they are recent ones.
+    func decoded(strings: inout RecentStrings?) throws(DBusError) -> DBusSignal {
         DBusSignal(
             sender: sender, path: DBusObjectPath(unchecked: path), interface: interface, member: member,
-            arguments: try MessageCoding.decodeArguments(of: message))
+            arguments: try MessageCoding.decodeArguments(of: message, strings: &strings))
     }
 
     /// For a `PropertiesChanged(s interface, a{sv} changed, as invalidated)` signal of

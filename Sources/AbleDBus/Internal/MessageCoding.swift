@@ -8,6 +8,15 @@ import CDBus
 enum MessageCoding {
     /// Decodes every argument of `message`.
     static func decodeArguments(of message: OpaquePointer) throws(DBusError) -> [DBusValue] {
+        var strings: RecentStrings?
+        return try decodeArguments(of: message, strings: &strings)
+    }
+
+    /// Decodes every argument of `message`, taking its long strings and object paths from
+    /// `strings` when they are recent ones (see ``RecentStrings/bodyString(_:)``).
+    static func decodeArguments(
+        of message: OpaquePointer, strings: inout RecentStrings?
+    ) throws(DBusError) -> [DBusValue] {
         var iter = DBusMessageIter()
         guard dbus_message_iter_init(message, &iter) != 0 else { return [] }
         let signature = dbus_message_get_signature(message)
@@ -18,9 +27,10 @@ enum MessageCoding {
         var position = 0
         repeat {
             if dbus_message_iter_get_arg_type(&iter) == ABLE_DBUS_TYPE_ARRAY {
-                values.append(try decodeArray(&iter, signature: argumentSignature(position, in: signature)))
+                values.append(
+                    try decodeArray(&iter, strings: &strings, signature: argumentSignature(position, in: signature)))
             } else {
-                values.append(try decode(&iter))
+                values.append(try decode(&iter, strings: &strings))
             }
             position += 1
         } while dbus_message_iter_next(&iter) != 0
@@ -32,7 +42,9 @@ enum MessageCoding {
         signature.flatMap { DBusSignature(unchecked: String(cString: $0)).completeType(at: position) }
     }
 
-    private static func decode(_ iter: inout DBusMessageIter) throws(DBusError) -> DBusValue {
+    private static func decode(
+        _ iter: inout DBusMessageIter, strings: inout RecentStrings?
+    ) throws(DBusError) -> DBusValue {
         let type = dbus_message_iter_get_arg_type(&iter)
         switch type {
         case ABLE_DBUS_TYPE_BYTE:
@@ -72,11 +84,11 @@ enum MessageCoding {
             dbus_message_iter_get_basic(&iter, &v)
             return .double(v)
         case ABLE_DBUS_TYPE_STRING:
-            return .string(basicString(&iter))
+            return .string(basicString(&iter, strings: &strings))
         case ABLE_DBUS_TYPE_OBJECT_PATH:
-            return .objectPath(DBusObjectPath(unchecked: basicString(&iter)))
+            return .objectPath(DBusObjectPath(unchecked: basicString(&iter, strings: &strings)))
         case ABLE_DBUS_TYPE_SIGNATURE:
-            return .signature(DBusSignature(unchecked: basicString(&iter)))
+            return .signature(DBusSignature(unchecked: basicString(&iter, strings: &strings)))
         case ABLE_DBUS_TYPE_UNIX_FD:
             var fd: Int32 = -1
             dbus_message_iter_get_basic(&iter, &fd)
@@ -85,18 +97,18 @@ enum MessageCoding {
         case ABLE_DBUS_TYPE_VARIANT:
             var sub = DBusMessageIter()
             dbus_message_iter_recurse(&iter, &sub)
-            return .variant(try decode(&sub))
+            return .variant(try decode(&sub, strings: &strings))
         case ABLE_DBUS_TYPE_STRUCT:
             var sub = DBusMessageIter()
             dbus_message_iter_recurse(&iter, &sub)
             var fields: [DBusValue] = []
             while dbus_message_iter_get_arg_type(&sub) != ABLE_DBUS_TYPE_INVALID {
-                fields.append(try decode(&sub))
+                fields.append(try decode(&sub, strings: &strings))
                 dbus_message_iter_next(&sub)
             }
             return .structure(fields)
         case ABLE_DBUS_TYPE_ARRAY:
-            return try decodeArray(&iter)
+            return try decodeArray(&iter, strings: &strings)
         default:
             throw DBusError(.invalidArgs, "unsupported D-Bus type code \(type)")
         }
@@ -107,7 +119,8 @@ enum MessageCoding {
     /// from `dbus_message_iter_get_signature`, which allocates a copy (two allocations per empty
     /// array, such as the empty options of most of BlueZ's calls).
     private static func decodeArray(
-        _ iter: inout DBusMessageIter, signature: @autoclosure () -> DBusSignature? = nil
+        _ iter: inout DBusMessageIter, strings: inout RecentStrings?,
+        signature: @autoclosure () -> DBusSignature? = nil
     ) throws(DBusError) -> DBusValue {
         let elementType = dbus_message_iter_get_element_type(&iter)
         var sub = DBusMessageIter()
@@ -139,9 +152,9 @@ enum MessageCoding {
             while dbus_message_iter_get_arg_type(&sub) == ABLE_DBUS_TYPE_DICT_ENTRY {
                 var entry = DBusMessageIter()
                 dbus_message_iter_recurse(&sub, &entry)
-                let key = try decode(&entry)
+                let key = try decode(&entry, strings: &strings)
                 dbus_message_iter_next(&entry)
-                let value = try decode(&entry)
+                let value = try decode(&entry, strings: &strings)
                 entries.append(DBusDictionaryEntry(key: key, value: value))
                 dbus_message_iter_next(&sub)
             }
@@ -150,7 +163,7 @@ enum MessageCoding {
         let element = singleCodeSignature(elementType) ?? elementSignature(of: &sub, known: signature())
         var elements: [DBusValue] = []
         while dbus_message_iter_get_arg_type(&sub) != ABLE_DBUS_TYPE_INVALID {
-            elements.append(try decode(&sub))
+            elements.append(try decode(&sub, strings: &strings))
             dbus_message_iter_next(&sub)
         }
         return .array(element, elements)
@@ -198,10 +211,11 @@ enum MessageCoding {
         return DBusSignature(unchecked: String(cString: raw))
     }
 
-    private static func basicString(_ iter: inout DBusMessageIter) -> String {
+    private static func basicString(_ iter: inout DBusMessageIter, strings: inout RecentStrings?) -> String {
         var pointer: UnsafePointer<CChar>?
         dbus_message_iter_get_basic(&iter, &pointer)
-        return pointer.map { String(cString: $0) } ?? ""
+        guard let pointer else { return "" }
+        return strings?.bodyString(pointer) ?? String(cString: pointer)
     }
 
     // MARK: - Encoding
