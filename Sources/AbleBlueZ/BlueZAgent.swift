@@ -210,7 +210,7 @@ final class BlueZAgentRegistry: Sendable {
         let registry = self
         @Sendable func request(_ call: DBusMethodCall) throws -> (BluetoothAddress, PairingAgent) {
             let path = try call.argument(0, as: DBusObjectPath.self)
-            guard let address = BluetoothAddress(bluezPathComponent: path.lastElement) else {
+            guard let address = BluetoothAddress(bluezDevicePath: path) else {
                 throw DBusError("org.bluez.Error.Rejected", "unknown device \(path)")
             }
             guard let agent = registry.state.withLock({ $0.agent(for: path) }) else {

@@ -243,7 +243,7 @@ final class BlueZGATTApplication: GATTServerBackend {
         system.tree.objects.compactMap { path, interfaces in
             guard path.parent == adapter, !system.isOutgoingLink(path), let device = interfaces["org.bluez.Device1"],
                 (try? device.decode("Connected", as: Bool.self)) == true,
-                let address = BluetoothAddress(bluezPathComponent: path.lastElement)
+                let address = BluetoothAddress(bluezDevicePath: path)
             else { return nil }
             return Central(address: address)
         }.sorted { $0.address < $1.address }
@@ -272,7 +272,7 @@ final class BlueZGATTApplication: GATTServerBackend {
                     let connected = try? changed.decode("Connected", as: Bool.self)
                 else { continue }
                 let reason = reasons.removeValue(forKey: path)
-                guard !system.isOutgoingLink(path), let address = BluetoothAddress(bluezPathComponent: path.lastElement)
+                guard !system.isOutgoingLink(path), let address = BluetoothAddress(bluezDevicePath: path)
                 else { continue }
                 let central = Central(address: address)
                 if !connected {

@@ -34,7 +34,7 @@ extension BlueZAdapterBackend: KnownPeripheralsBackend {
                     continuation.yield(.added(peripheral))
                 case .interfacesRemoved(let device, let interfaces)
                 where device.parent == path && interfaces.contains(BlueZPeripheralBackend.device):
-                    guard let address = BluetoothAddress(bluezPathComponent: device.lastElement),
+                    guard let address = BluetoothAddress(bluezDevicePath: device),
                         known.remove(address) != nil
                     else { continue }
                     continuation.yield(.removed(address))

@@ -1,4 +1,5 @@
 package import Able
+package import AbleDBus
 
 extension BluetoothAddress {
     /// Parses an address from the name BlueZ gives a device's object, such as `dev_00_AA_01_01_00_01`.
@@ -9,14 +10,26 @@ extension BluetoothAddress {
     /// - Parameter bluezPathComponent: The component, with its `dev_` prefix.
     /// - Returns: `nil` if `bluezPathComponent` is not in that form.
     package init?(bluezPathComponent: some StringProtocol) {
-        var component = String(bluezPathComponent)
-        let address = component.withUTF8 { utf8 -> BluetoothAddress? in
+        // Read in place: a component is longer than Swift stores inline, so a copy would be an
+        // allocation, and a server makes this address for every request.
+        let parse = { (utf8: UnsafeBufferPointer<UInt8>) -> BluetoothAddress? in
             guard utf8.starts(with: "dev_".utf8) else { return nil }
-            let address = UnsafeBufferPointer(rebasing: utf8.dropFirst(4))
-            return BluetoothAddress(utf8: address, separator: UInt8(ascii: "_"))
+            return BluetoothAddress(
+                utf8: UnsafeBufferPointer(rebasing: utf8.dropFirst(4)), separator: UInt8(ascii: "_"))
         }
-        guard let address else { return nil }
+        let parsed = bluezPathComponent.utf8.withContiguousStorageIfAvailable(parse)
+        guard let address = parsed ?? Array(bluezPathComponent.utf8).withUnsafeBufferPointer(parse) else { return nil }
         self = address
+    }
+
+    /// Parses an address from the object path of a device, such as
+    /// `/org/bluez/hci0/dev_00_AA_01_01_00_01`, read in place.
+    ///
+    /// - Returns: `nil` if the path's last component is not a device's name.
+    package init?(bluezDevicePath path: DBusObjectPath) {
+        let text = path.rawValue
+        guard let slash = text.utf8.lastIndex(of: UInt8(ascii: "/")) else { return nil }
+        self.init(bluezPathComponent: text[text.utf8.index(after: slash)...])
     }
 
     /// The name BlueZ gives this device's object, such as `dev_00_AA_01_01_00_01`.

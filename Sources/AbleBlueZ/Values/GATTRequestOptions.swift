@@ -43,7 +43,7 @@ struct GATTRequestOptions {
 
     /// The central that made the request, from its device's object path.
     var central: Central? {
-        guard let device, let address = BluetoothAddress(bluezPathComponent: device.lastElement) else { return nil }
+        guard let device, let address = BluetoothAddress(bluezDevicePath: device) else { return nil }
         return Central(address: address)
     }
 

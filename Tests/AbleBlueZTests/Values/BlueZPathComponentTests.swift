@@ -1,4 +1,5 @@
 import Able
+import AbleDBus
 import Testing
 
 @testable import AbleBlueZ
@@ -12,6 +13,16 @@ struct BlueZPathComponentTests {
         #expect(BluetoothAddress(bluezPathComponent: "dev_00_aa_01_01_00_01") == address)
         let path = "/org/bluez/hci0/dev_00_AA_01_01_00_01"
         #expect(BluetoothAddress(bluezPathComponent: try #require(path.split(separator: "/").last)) == address)
+    }
+
+    @Test("A device's object path gives its address; other objects' paths give none")
+    func devicePaths() {
+        let address: BluetoothAddress = "00:AA:01:01:00:01"
+        #expect(BluetoothAddress(bluezDevicePath: "/org/bluez/hci0/dev_00_AA_01_01_00_01") == address)
+        #expect(BluetoothAddress(bluezDevicePath: "/dev_00_AA_01_01_00_01") == address)
+        #expect(BluetoothAddress(bluezDevicePath: "/org/bluez/hci0") == nil)
+        #expect(BluetoothAddress(bluezDevicePath: "/org/bluez/hci0/dev_00_AA_01_01_00_01/service0010") == nil)
+        #expect(BluetoothAddress(bluezDevicePath: "/") == nil)
     }
 
     @Test(
