@@ -4,7 +4,8 @@
 // `FuzzValueBuilder`, which builds a valid but odd signal (any types, any nesting). Then every reader Able applies to a
 // received message runs on it: header reading as the connection routes a signal, the match rules
 // of subscribers, the in-place readers of `DBusSignalView`, full decoding into `DBusValue`, the
-// typed conversions Able's BlueZ backend uses, reply and error decoding; and what was decoded is
+// typed conversions Able's BlueZ backend uses, reply and error decoding (also through a cache of
+// recent strings kept from input to input, which must not change a value); and what was decoded is
 // encoded again and must decode to the same values.
 //
 // `FuzzDBusMessage --write-seeds DIR` writes the seed corpus.
@@ -56,13 +57,24 @@ func testOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     _ = view.changesOnly(property: "Value", of: "org.bluez.GattCharacteristic1")
     _ = try? view.changedByteArray(named: "Value", of: "org.bluez.GattCharacteristic1")
     _ = try? view.changedByteArray(named: "Connected", of: "org.bluez.Device1")
-    _ = ConnectionCore.decodeReply(message)
+    _ = ConnectionCore.decodeReply(message, strings: &recentBodyStrings)
 
     guard let arguments = try? MessageCoding.decodeArguments(of: message) else { return 0 }
+    // With the connection's cache of body strings, which holds those of earlier inputs: the
+    // same values as without it.
+    guard let cached = try? MessageCoding.decodeArguments(of: message, strings: &recentBodyStrings),
+        cached == arguments || cached.description == arguments.description
+    else {
+        fatalError("the cache of recent strings changed the values of a message:\n\(arguments)")
+    }
     for argument in arguments { convert(argument) }
     roundTrip(arguments)
     return 0
 }
+
+/// The cache of body strings a connection keeps from message to message, kept here from input
+/// to input. The fuzzer runs inputs one at a time, on one thread.
+nonisolated(unsafe) private var recentBodyStrings: RecentStrings? = RecentStrings(capacity: 4)
 
 /// Rules like the ones Able subscribes with, and one of each field.
 private let rules: [DBusMatchRule] = [

@@ -47,7 +47,8 @@ func testOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     var snapshot: [DBusObjectPath: BlueZObjectTree.Interfaces]?
     if let message = FuzzMessages.demarshal(FuzzMessages.methodReturn(reply)) {
         defer { dbus_message_unref(message) }
-        if case .success(let values) = ConnectionCore.decodeReply(message) {
+        var strings: RecentStrings? = RecentStrings()
+        if case .success(let values) = ConnectionCore.decodeReply(message, strings: &strings) {
             snapshot = try? values.first.unwrapped("GetManagedObjects").decode(
                 [DBusObjectPath: BlueZObjectTree.Interfaces].self)
         }
