@@ -223,7 +223,7 @@ extension RealBlueZ {
                             let second = try await rig.advertising([service], name: "able2") {
                                 let found = try await scan.first(timeout: Rig.discoveryTimeout)
                                 let second = secondAdapter.peripheral(for: found)
-                                try await second.connect(timeout: Rig.connectTimeout)
+                                try await rig.connect(second, from: Guest.secondCentral)
                                 return second
                             }
                             do {

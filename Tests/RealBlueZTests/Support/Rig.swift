@@ -79,7 +79,7 @@ struct Rig: Sendable {
     /// Connects to a discovered peripheral for `body`, and disconnects afterwards.
     func connected<T>(to discovery: Able.Discovery, _ body: (Peripheral) async throws -> T) async throws -> T {
         let peripheral = central.peripheral(for: discovery)
-        try await peripheral.connect(timeout: Self.connectTimeout)
+        try await connect(peripheral, from: Guest.central)
         return try await withCleanup {
             try await body(peripheral)
         } cleanup: {
@@ -89,6 +89,43 @@ struct Rig: Sendable {
                 Issue.record(error, "could not disconnect from \(peripheral.address)")
             }
         }
+    }
+
+    /// Connects `peripheral` from `adapter` within ``connectTimeout``. When that fails, the error
+    /// also says what BlueZ showed then of the link and of hci1's advertising, since CI keeps
+    /// only the end of the guest's logs.
+    func connect(_ peripheral: Peripheral, from adapter: String) async throws {
+        let start = ContinuousClock.now
+        do {
+            try await peripheral.connect(timeout: Self.connectTimeout)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            let report = await linkReport(from: adapter, to: peripheral.address)
+            throw ConnectFailed(
+                description:
+                    "\(adapter) → \(peripheral.address) after \(ContinuousClock.now - start): \(error); \(report)")
+        }
+    }
+
+    /// What BlueZ's objects say about `adapter`'s device `address`, and about hci1's advertising
+    /// and links.
+    func linkReport(from adapter: String, to address: BluetoothAddress) async -> String {
+        guard let tree = try? await bus.bluezObjects(timeout: .seconds(5)) else { return "no object tree" }
+        func flags(_ properties: ObjectTree.Properties) -> String {
+            ["Connected", "ServicesResolved", "Paired"].map {
+                "\($0)=\((try? properties.decode($0, as: Bool.self)).map(String.init) ?? "?")"
+            }.joined(separator: " ")
+        }
+        let devices = tree.devices(of: BlueZ.adapterPath(adapter), address: address.description)
+        let device = devices.values.first.map(flags) ?? "no device object"
+        let hci1 = BlueZ.adapterPath(Guest.peripheral)
+        let instances = try? tree[hci1, BlueZ.leAdvertisingManager1]?.decode("ActiveInstances", as: UInt8.self)
+        let links = tree.objects(with: BlueZ.device1).filter { path, properties in
+            path.parent == hci1 && (try? properties.decode("Connected", as: Bool.self)) == true
+        }.compactMap { try? $0.value.decode("Address", as: String.self) }.sorted()
+        return "\(adapter)'s device: \(device); hci1 advertising instances: \(instances.map(String.init) ?? "?"),"
+            + " linked to: \(links)"
     }
 
     /// Serves `definition` on hci1 for `body`, and closes the server afterwards.
@@ -212,4 +249,9 @@ func rethrowingTimeout<T>(adding detail: () -> String?, _ body: () async throws 
         guard let detail = detail() else { throw error }
         throw TimedOut(waitingFor: "\(error.waitingFor) (last seen: \(detail))", timeout: error.timeout)
     }
+}
+
+/// A connection in the real tier that did not come up, with what BlueZ showed then.
+struct ConnectFailed: Error, CustomStringConvertible {
+    let description: String
 }
