@@ -407,22 +407,16 @@ final class ConnectionCore: @unchecked Sendable {
     static func decodeReply(
         _ message: OpaquePointer, strings: inout RecentStrings?
     ) -> Result<[DBusValue], any Error> {
-        if dbus_message_get_type(message) == ABLE_DBUS_MESSAGE_TYPE_ERROR {
-            let name =
-                dbus_message_get_error_name(message).map { String(cString: $0) } ?? DBusError.Name.failed.rawValue
-            var text = ""
-            if case .success(let arguments) = Result(catching: { try MessageCoding.decodeArguments(of: message) }),
-                case .string(let first)? = arguments.first
-            {
-                text = first
-            }
-            return .failure(DBusError(DBusError.Name(rawValue: name), text))
+        let arguments = Result { () throws(DBusError) in
+            try MessageCoding.decodeArguments(of: message, strings: &strings)
         }
-        do {
-            return .success(try MessageCoding.decodeArguments(of: message, strings: &strings))
-        } catch {
-            return .failure(error)
+        guard dbus_message_get_type(message) == ABLE_DBUS_MESSAGE_TYPE_ERROR else { return arguments.mapError { $0 } }
+        let name = dbus_message_get_error_name(message).map { String(cString: $0) } ?? DBusError.Name.failed.rawValue
+        // An error's text is its first argument, when that is a string.
+        guard case .success(let values) = arguments, case .string(let text)? = values.first else {
+            return .failure(DBusError(DBusError.Name(rawValue: name), ""))
         }
+        return .failure(DBusError(DBusError.Name(rawValue: name), text))
     }
 
     /// Sends a message that expects no reply (a signal, a reply, or a call flagged no-reply).

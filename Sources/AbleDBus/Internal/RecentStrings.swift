@@ -43,12 +43,16 @@ struct RecentStrings {
 
     private mutating func string(_ cString: UnsafePointer<CChar>, length: Int) -> String {
         let bytes = UnsafeRawBufferPointer(start: cString, count: length)
-        for entry in entries where entry.utf8.count == length {
-            let same = entry.utf8.withContiguousStorageIfAvailable { stored in
-                length == 0 || memcmp(stored.baseAddress!, cString, length) == 0
+        // Through the buffer, the entries are compared without a retain and release of each.
+        let found = entries.withUnsafeBufferPointer { entries in
+            entries.firstIndex { entry in
+                entry.utf8.count == length
+                    && entry.utf8.withContiguousStorageIfAvailable { stored in
+                        length == 0 || memcmp(stored.baseAddress!, cString, length) == 0
+                    } == true
             }
-            if same == true { return entry }
         }
+        if let found { return entries[found] }
         let string = String(decoding: bytes, as: UTF8.self)
         if entries.count < capacity {
             entries.append(string)
