@@ -121,8 +121,7 @@ final class BlueZGATTApplication: GATTServerBackend {
         return DBusInterface(
             "org.bluez.GattCharacteristic1",
             methods: acquisition + [
-                DBusMethod("ReadValue", in: "a{sv}", out: "ay") { call in try await Self.readValue(core, id, call) },
-                DBusMethod("WriteValue", in: "aya{sv}") { call in try await Self.writeValue(core, id, call) },
+                Self.readMethod(core, id), Self.writeMethod(core, id),
                 .immediate("StartNotify") { _ in
                     guard notifying.withLock({ Self.change(&$0, to: true) }) else { return [] }
                     events.subscriptionChanged(nil, id, true)
@@ -173,13 +172,52 @@ final class BlueZGATTApplication: GATTServerBackend {
         DBusInterface(
             "org.bluez.GattDescriptor1",
             methods: [
-                DBusMethod("ReadValue", in: "a{sv}", out: "ay") { call in try await Self.readValue(core, id, call) },
-                DBusMethod("WriteValue", in: "aya{sv}") { call in try await Self.writeValue(core, id, call) },
+                Self.readMethod(core, id), Self.writeMethod(core, id),
             ],
             properties: [
                 .constant("UUID", descriptor.uuid.uuidString), .constant("Characteristic", characteristic),
                 .constant("Flags", descriptor.permissions.bluezDescriptorFlags),
             ])
+    }
+
+    /// `ReadValue` of a characteristic or descriptor: answered on the connection's loop as it
+    /// arrives when no handler of the attribute may suspend, else in a task of its own.
+    static func readMethod(_ core: GATTServerCore, _ id: AttributeID) -> DBusMethod {
+        guard core.answersReadsImmediately(id) else {
+            return DBusMethod("ReadValue", in: "a{sv}", out: "ay") { call in try await readValue(core, id, call) }
+        }
+        return .immediate("ReadValue", in: "a{sv}", out: "ay") { call in
+            let options = try GATTRequestOptions(call, argument: 0)
+            do {
+                return [
+                    .bytes(
+                        try core.readImmediately(id, central: options.central, offset: options.offset, mtu: options.mtu)
+                    )
+                ]
+            } catch {
+                throw reply(error)
+            }
+        }
+    }
+
+    /// `WriteValue` of a characteristic or descriptor, answered as ``readMethod(_:_:)`` answers
+    /// `ReadValue`.
+    static func writeMethod(_ core: GATTServerCore, _ id: AttributeID) -> DBusMethod {
+        guard core.answersWritesImmediately(id) else {
+            return DBusMethod("WriteValue", in: "aya{sv}") { call in try await writeValue(core, id, call) }
+        }
+        return .immediate("WriteValue", in: "aya{sv}") { call in
+            let options = try GATTRequestOptions(call, argument: 1)
+            let value = try call.argument(0, as: [UInt8].self)
+            do {
+                try core.writeImmediately(
+                    id, value: value, offset: options.offset, kind: options.writeKind, central: options.central,
+                    mtu: options.mtu, prepared: options.prepareAuthorize)
+            } catch {
+                throw reply(error)
+            }
+            return []
+        }
     }
 
     /// Answers `ReadValue` of a characteristic or descriptor.

@@ -23,6 +23,7 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
     case notifyingOneCentral
     case indicatingEveryCentralOrOne
     case connectionEventsAreAboutTheServersCentrals
+    case immediateAndSuspendingHandlersAnswerAlike
 
     public var testDescription: String { rawValue }
 
@@ -53,6 +54,8 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
             case .indicatingEveryCentralOrOne: try await Self.indicatingEveryCentralOrOne(backend)
             case .connectionEventsAreAboutTheServersCentrals:
                 try await Self.connectionEventsAreAboutTheServersCentrals(backend)
+            case .immediateAndSuspendingHandlersAnswerAlike:
+                try await Self.immediateAndSuspendingHandlersAnswerAlike(backend)
             }
         } cleanup: {
             do {

@@ -64,6 +64,21 @@ package final class GATTServerCore: Sendable {
         running.abandon(central)
     }
 
+    /// Whether every read of `id` is answered without suspending, by the stored value or by an
+    /// immediate handler, so that ``readImmediately(_:central:offset:mtu:)`` may answer it.
+    package func answersReadsImmediately(_ id: AttributeID) -> Bool {
+        guard case .async = readHandler(id)?.body else { return true }
+        return false
+    }
+
+    /// Whether every write of `id` is answered without suspending, by storing it or by an
+    /// immediate handler, so that ``writeImmediately(_:value:offset:kind:central:mtu:prepared:)``
+    /// may answer it.
+    package func answersWritesImmediately(_ id: AttributeID) -> Bool {
+        guard case .async = writeHandler(id)?.body else { return true }
+        return false
+    }
+
     /// Answers a read: the handler's value, or the stored one from `offset`. `abandonment` is how
     /// the backend answers the request early (see ``RunningRequests``).
     ///
@@ -71,21 +86,8 @@ package final class GATTServerCore: Sendable {
     package func read(
         _ id: AttributeID, central: Central?, offset: Int, mtu: Int?, abandonment: RequestAbandonment? = nil
     ) async throws -> [UInt8] {
-        let characteristic = characteristic(id)
-        let descriptor = id.descriptor.map { characteristic.descriptors[$0] }
-        guard descriptor?.isReadable ?? characteristic.isReadable else { throw ATTError.readNotPermitted }
-        let stored = storedValue(id)
-        let handler =
-            (descriptor.map { definition.descriptorReads[$0.uuid] ?? definition.anyDescriptorRead }
-            ?? (definition.characteristicReads[characteristic.uuid] ?? definition.anyCharacteristicRead))?.handle
-        guard let handler else {
-            guard offset <= stored.count else { throw ATTError.invalidOffset }
-            return Array(stored[offset...])
-        }
-        let request = ReadRequest(
-            uuid: descriptor?.uuid ?? characteristic.uuid,
-            characteristicUUID: descriptor == nil ? nil : characteristic.uuid,
-            central: central, offset: offset, mtu: mtu, storedValue: stored)
+        let (handler, request) = try startRead(id, central: central, offset: offset, mtu: mtu)
+        guard case .async(let handler) = handler else { return try Self.answer(request, with: handler) }
         let value: [UInt8]
         do {
             // A request that names its central runs so that abandonRequests(of:) can answer it first
@@ -102,7 +104,64 @@ package final class GATTServerCore: Sendable {
         } catch {
             throw ATTError.unlikelyError
         }
-        guard value.count <= Self.maximumValueLength else { throw ATTError.invalidAttributeValueLength }
+        return try Self.checkedLength(value)
+    }
+
+    /// Answers a read of an attribute that ``answersReadsImmediately(_:)``, as
+    /// ``read(_:central:offset:mtu:abandonment:)`` does but without suspending. Nothing can abandon
+    /// the request: it is answered before anything could.
+    ///
+    /// - Throws: Only ``ATTError``.
+    package func readImmediately(_ id: AttributeID, central: Central?, offset: Int, mtu: Int?) throws -> [UInt8] {
+        let (handler, request) = try startRead(id, central: central, offset: offset, mtu: mtu)
+        return try Self.answer(request, with: handler)
+    }
+
+    /// Checks a read and finds what answers it: a handler, or with none the stored value (the
+    /// request's ``ReadRequest/storedValue``, already cut at the offset).
+    private func startRead(
+        _ id: AttributeID, central: Central?, offset: Int, mtu: Int?
+    ) throws -> (StoredReadHandler.Body?, ReadRequest) {
+        let characteristic = characteristic(id)
+        let descriptor = id.descriptor.map { characteristic.descriptors[$0] }
+        guard descriptor?.isReadable ?? characteristic.isReadable else { throw ATTError.readNotPermitted }
+        let stored = storedValue(id)
+        guard let handler = readHandler(characteristic, descriptor)?.body else {
+            guard offset <= stored.count else { throw ATTError.invalidOffset }
+            let request = ReadRequest(
+                uuid: descriptor?.uuid ?? characteristic.uuid, characteristicUUID: nil, central: central,
+                offset: offset, mtu: mtu, storedValue: Array(stored[offset...]))
+            return (nil, request)
+        }
+        let request = ReadRequest(
+            uuid: descriptor?.uuid ?? characteristic.uuid,
+            characteristicUUID: descriptor == nil ? nil : characteristic.uuid,
+            central: central, offset: offset, mtu: mtu, storedValue: stored)
+        return (handler, request)
+    }
+
+    /// Answers a read that needs no suspension: with the stored value, or an immediate handler's.
+    private static func answer(_ request: ReadRequest, with handler: StoredReadHandler.Body?) throws -> [UInt8] {
+        switch handler {
+        case nil:
+            return request.storedValue
+        case .immediate(let handler):
+            let value: [UInt8]
+            do {
+                value = try handler(request)
+            } catch let error as ATTError {
+                throw error
+            } catch {
+                throw ATTError.unlikelyError
+            }
+            return try checkedLength(value)
+        case .async:
+            preconditionFailure("a read that may suspend answered without suspending")
+        }
+    }
+
+    private static func checkedLength(_ value: [UInt8]) throws -> [UInt8] {
+        guard value.count <= maximumValueLength else { throw ATTError.invalidAttributeValueLength }
         return value
     }
 
@@ -113,6 +172,44 @@ package final class GATTServerCore: Sendable {
         _ id: AttributeID, value: [UInt8], offset: Int, kind: WriteRequest.Kind, central: Central?, mtu: Int?,
         prepared: Bool = false, abandonment: RequestAbandonment? = nil
     ) async throws {
+        let (handler, request) = try startWrite(
+            id, value: value, offset: offset, kind: kind, central: central, mtu: mtu, prepared: prepared)
+        guard case .async(let handler) = handler else { return try finish(request, of: id, with: handler) }
+        let response: WriteResponse
+        do {
+            // As in read(_:central:offset:mtu:abandonment:).
+            if let central {
+                response = try await running.run(for: central, abandonment: abandonment) { try await handler(request) }
+            } else {
+                response = try await handler(request)
+            }
+        } catch let error as ATTError {
+            throw error
+        } catch {
+            throw ATTError.unlikelyError
+        }
+        store(request, of: id, if: response)
+    }
+
+    /// Answers a write of an attribute that ``answersWritesImmediately(_:)``, as
+    /// ``write(_:value:offset:kind:central:mtu:prepared:abandonment:)`` does but without
+    /// suspending.
+    ///
+    /// - Throws: Only ``ATTError``.
+    package func writeImmediately(
+        _ id: AttributeID, value: [UInt8], offset: Int, kind: WriteRequest.Kind, central: Central?, mtu: Int?,
+        prepared: Bool = false
+    ) throws {
+        let (handler, request) = try startWrite(
+            id, value: value, offset: offset, kind: kind, central: central, mtu: mtu, prepared: prepared)
+        try finish(request, of: id, with: handler)
+    }
+
+    /// Checks a write and finds its handler, if it has one.
+    private func startWrite(
+        _ id: AttributeID, value: [UInt8], offset: Int, kind: WriteRequest.Kind, central: Central?, mtu: Int?,
+        prepared: Bool
+    ) throws -> (StoredWriteHandler.Body?, WriteRequest) {
         let characteristic = characteristic(id)
         let descriptor = id.descriptor.map { characteristic.descriptors[$0] }
         guard descriptor?.isWritable ?? characteristic.isWritable else { throw ATTError.writeNotPermitted }
@@ -120,35 +217,63 @@ package final class GATTServerCore: Sendable {
         let stored = storedValue(id)
         // A prepared piece is checked against the value when the write is executed.
         guard prepared || offset <= stored.count else { throw ATTError.invalidOffset }
-        let handler =
-            (descriptor.map { definition.descriptorWrites[$0.uuid] ?? definition.anyDescriptorWrite }
-            ?? (definition.characteristicWrites[characteristic.uuid] ?? definition.anyCharacteristicWrite))?.handle
+        let request = WriteRequest(
+            uuid: descriptor?.uuid ?? characteristic.uuid,
+            characteristicUUID: descriptor == nil ? nil : characteristic.uuid, value: value, offset: offset,
+            kind: kind, central: central, mtu: mtu, storedValue: stored, isPrepared: prepared)
+        return (writeHandler(characteristic, descriptor)?.body, request)
+    }
+
+    /// Ends a write that needs no suspension: runs the immediate handler, if any, and stores.
+    private func finish(_ request: WriteRequest, of id: AttributeID, with handler: StoredWriteHandler.Body?) throws {
         var response = WriteResponse.store
-        if let handler {
-            let request = WriteRequest(
-                uuid: descriptor?.uuid ?? characteristic.uuid,
-                characteristicUUID: descriptor == nil ? nil : characteristic.uuid, value: value, offset: offset,
-                kind: kind, central: central, mtu: mtu, storedValue: stored, isPrepared: prepared)
+        switch handler {
+        case nil:
+            break
+        case .immediate(let handler):
             do {
-                // As in read(_:central:offset:mtu:abandonment:).
-                if let central {
-                    response = try await running.run(for: central, abandonment: abandonment) {
-                        try await handler(request)
-                    }
-                } else {
-                    response = try await handler(request)
-                }
+                response = try handler(request)
             } catch let error as ATTError {
                 throw error
             } catch {
                 throw ATTError.unlikelyError
             }
+        case .async:
+            preconditionFailure("a write that may suspend answered without suspending")
         }
-        if response == .store, !prepared {
-            values.withLock { values in
-                let current = values[id] ?? []
-                values[id] = Array(current.prefix(offset)) + value
-            }
+        store(request, of: id, if: response)
+    }
+
+    /// Stores what a write wrote, unless its handler keeps the value or the write is only prepared.
+    private func store(_ request: WriteRequest, of id: AttributeID, if response: WriteResponse) {
+        guard response == .store, !request.isPrepared else { return }
+        values.withLock { values in
+            let current = values[id] ?? []
+            values[id] = Array(current.prefix(request.offset)) + request.value
         }
+    }
+
+    private func readHandler(_ id: AttributeID) -> StoredReadHandler? {
+        let characteristic = characteristic(id)
+        return readHandler(characteristic, id.descriptor.map { characteristic.descriptors[$0] })
+    }
+
+    private func readHandler(_ characteristic: Characteristic, _ descriptor: Descriptor?) -> StoredReadHandler? {
+        guard let descriptor else {
+            return definition.characteristicReads[characteristic.uuid] ?? definition.anyCharacteristicRead
+        }
+        return definition.descriptorReads[descriptor.uuid] ?? definition.anyDescriptorRead
+    }
+
+    private func writeHandler(_ id: AttributeID) -> StoredWriteHandler? {
+        let characteristic = characteristic(id)
+        return writeHandler(characteristic, id.descriptor.map { characteristic.descriptors[$0] })
+    }
+
+    private func writeHandler(_ characteristic: Characteristic, _ descriptor: Descriptor?) -> StoredWriteHandler? {
+        guard let descriptor else {
+            return definition.characteristicWrites[characteristic.uuid] ?? definition.anyCharacteristicWrite
+        }
+        return definition.descriptorWrites[descriptor.uuid] ?? definition.anyDescriptorWrite
     }
 }

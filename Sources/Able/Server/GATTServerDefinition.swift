@@ -2,10 +2,18 @@
 ///
 /// A definition is a value: store it and start servers from it as often as needed.
 public struct GATTServerDefinition: Sendable {
-    /// Answers a read with the value, or throws an ``ATTError``.
+    /// Answers a read with the value, or throws an ``ATTError``. It may suspend.
     public typealias ReadHandler = @Sendable (ReadRequest) async throws -> [UInt8]
-    /// Answers a write, or throws an ``ATTError``.
+    /// Answers a write, or throws an ``ATTError``. It may suspend.
     public typealias WriteHandler = @Sendable (WriteRequest) async throws -> WriteResponse
+    /// Answers a read with the value, or throws an ``ATTError``, without suspending: the server
+    /// answers the request as it arrives (on BlueZ, on the thread that reads the D-Bus connection),
+    /// with no task made for it.
+    /// It must return quickly and never block.
+    public typealias ImmediateReadHandler = @Sendable (ReadRequest) throws -> [UInt8]
+    /// Answers a write, or throws an ``ATTError``, without suspending, as
+    /// ``ImmediateReadHandler`` answers a read.
+    public typealias ImmediateWriteHandler = @Sendable (WriteRequest) throws -> WriteResponse
 
     /// The services, in declaration order.
     public var services: [Service] = []
@@ -102,10 +110,24 @@ public struct GATTServerDefinition: Sendable {
 
 /// A read handler, as the definition's tables keep it.
 struct StoredReadHandler: Sendable {
-    let handle: GATTServerDefinition.ReadHandler
+    enum Body: Sendable {
+        case immediate(GATTServerDefinition.ImmediateReadHandler)
+        case async(GATTServerDefinition.ReadHandler)
+    }
+    let body: Body
+
+    init(_ handler: @escaping GATTServerDefinition.ImmediateReadHandler) { body = .immediate(handler) }
+    init(_ handler: @escaping GATTServerDefinition.ReadHandler) { body = .async(handler) }
 }
 
 /// A write handler, as the definition's tables keep it.
 struct StoredWriteHandler: Sendable {
-    let handle: GATTServerDefinition.WriteHandler
+    enum Body: Sendable {
+        case immediate(GATTServerDefinition.ImmediateWriteHandler)
+        case async(GATTServerDefinition.WriteHandler)
+    }
+    let body: Body
+
+    init(_ handler: @escaping GATTServerDefinition.ImmediateWriteHandler) { body = .immediate(handler) }
+    init(_ handler: @escaping GATTServerDefinition.WriteHandler) { body = .async(handler) }
 }

@@ -1,115 +1,199 @@
 /// Answers reads of the listed characteristics with the value returned; throw an ``ATTError``
 /// to answer with that error.
+///
+/// A handler comes in two forms, and Swift picks by its body:
+/// - One that does not `await` (``GATTServerDefinition/ImmediateReadHandler``) is called as the
+///   request arrives (on BlueZ, on the thread that reads the D-Bus connection), and its answer goes
+///   out at once: no task is made and no thread is woken, the cheapest way to serve a read. It
+///   must return quickly and never block, and must not rely on the task it is called in: on BlueZ
+///   there is none, so it sees no task-local values.
+/// - One that may suspend (``GATTServerDefinition/ReadHandler``) runs in a task of its own, which
+///   starts on the same thread and runs there until the handler first suspends. A request that
+///   names its central is answered with ``ATTError/unlikelyError``, and its task cancelled, if the
+///   server disconnects that central first (``GATTServer/disconnect(_:)``).
+///
+/// The same holds for ``OnWrite``, the descriptor handlers and the catch-alls.
 public struct OnRead: GATTServerComponent {
     let uuids: [BluetoothUUID]
-    let handler: GATTServerDefinition.ReadHandler
+    let handler: StoredReadHandler
 
-    /// Answers reads of the characteristics `uuids` with `handler`'s value.
+    /// Answers reads of the characteristics `uuids` with `handler`'s value; `handler` may suspend.
     public init(_ uuids: [BluetoothUUID], _ handler: @escaping GATTServerDefinition.ReadHandler) {
         self.uuids = uuids
-        self.handler = handler
+        self.handler = StoredReadHandler(handler)
     }
 
-    /// Answers reads of the characteristics `identifiers` with `handler`'s value.
+    /// Answers reads of the characteristics `uuids` at once with `handler`'s value.
+    public init(_ uuids: [BluetoothUUID], _ handler: @escaping GATTServerDefinition.ImmediateReadHandler) {
+        self.uuids = uuids
+        self.handler = StoredReadHandler(handler)
+    }
+
+    /// Answers reads of the characteristics `identifiers` with `handler`'s value; `handler` may
+    /// suspend.
     public init(_ identifiers: any CharacteristicIdentifier..., handler: @escaping GATTServerDefinition.ReadHandler) {
         self.init(identifiers.map(\.uuid), handler)
     }
 
-    public func apply(to definition: inout GATTServerDefinition) {
-        definition.add(uuids, StoredReadHandler(handle: handler), to: \.characteristicReads, kind: "OnRead")
-    }
-}
-
-/// Answers writes of the listed characteristics; throw an ``ATTError`` to refuse one.
-public struct OnWrite: GATTServerComponent {
-    let uuids: [BluetoothUUID]
-    let handler: GATTServerDefinition.WriteHandler
-
-    /// Answers writes of the characteristics `uuids` with `handler`.
-    public init(_ uuids: [BluetoothUUID], _ handler: @escaping GATTServerDefinition.WriteHandler) {
-        self.uuids = uuids
-        self.handler = handler
-    }
-
-    /// Answers writes of the characteristics `identifiers` with `handler`.
-    public init(_ identifiers: any CharacteristicIdentifier..., handler: @escaping GATTServerDefinition.WriteHandler) {
+    /// Answers reads of the characteristics `identifiers` at once with `handler`'s value.
+    public init(
+        _ identifiers: any CharacteristicIdentifier..., handler: @escaping GATTServerDefinition.ImmediateReadHandler
+    ) {
         self.init(identifiers.map(\.uuid), handler)
     }
 
     public func apply(to definition: inout GATTServerDefinition) {
-        definition.add(uuids, StoredWriteHandler(handle: handler), to: \.characteristicWrites, kind: "OnWrite")
+        definition.add(uuids, handler, to: \.characteristicReads, kind: "OnRead")
+    }
+}
+
+/// Answers writes of the listed characteristics; throw an ``ATTError`` to refuse one.
+///
+/// Its handler may suspend or answer at once, as ``OnRead``'s does.
+public struct OnWrite: GATTServerComponent {
+    let uuids: [BluetoothUUID]
+    let handler: StoredWriteHandler
+
+    /// Answers writes of the characteristics `uuids` with `handler`, which may suspend.
+    public init(_ uuids: [BluetoothUUID], _ handler: @escaping GATTServerDefinition.WriteHandler) {
+        self.uuids = uuids
+        self.handler = StoredWriteHandler(handler)
+    }
+
+    /// Answers writes of the characteristics `uuids` at once with `handler`.
+    public init(_ uuids: [BluetoothUUID], _ handler: @escaping GATTServerDefinition.ImmediateWriteHandler) {
+        self.uuids = uuids
+        self.handler = StoredWriteHandler(handler)
+    }
+
+    /// Answers writes of the characteristics `identifiers` with `handler`, which may suspend.
+    public init(_ identifiers: any CharacteristicIdentifier..., handler: @escaping GATTServerDefinition.WriteHandler) {
+        self.init(identifiers.map(\.uuid), handler)
+    }
+
+    /// Answers writes of the characteristics `identifiers` at once with `handler`.
+    public init(
+        _ identifiers: any CharacteristicIdentifier..., handler: @escaping GATTServerDefinition.ImmediateWriteHandler
+    ) {
+        self.init(identifiers.map(\.uuid), handler)
+    }
+
+    public func apply(to definition: inout GATTServerDefinition) {
+        definition.add(uuids, handler, to: \.characteristicWrites, kind: "OnWrite")
     }
 }
 
 /// Answers reads of the listed descriptors.
+///
+/// Its handler may suspend or answer at once, as ``OnRead``'s does.
 public struct OnReadDescriptor: GATTServerComponent {
     let uuids: [BluetoothUUID]
-    let handler: GATTServerDefinition.ReadHandler
+    let handler: StoredReadHandler
 
-    /// Answers reads of the descriptors `uuids` with `handler`'s value.
+    /// Answers reads of the descriptors `uuids` with `handler`'s value; `handler` may suspend.
     public init(_ uuids: BluetoothUUID..., handler: @escaping GATTServerDefinition.ReadHandler) {
         self.uuids = uuids
-        self.handler = handler
+        self.handler = StoredReadHandler(handler)
+    }
+
+    /// Answers reads of the descriptors `uuids` at once with `handler`'s value.
+    public init(_ uuids: BluetoothUUID..., handler: @escaping GATTServerDefinition.ImmediateReadHandler) {
+        self.uuids = uuids
+        self.handler = StoredReadHandler(handler)
     }
 
     public func apply(to definition: inout GATTServerDefinition) {
-        definition.add(uuids, StoredReadHandler(handle: handler), to: \.descriptorReads, kind: "OnReadDescriptor")
+        definition.add(uuids, handler, to: \.descriptorReads, kind: "OnReadDescriptor")
     }
 }
 
 /// Answers writes of the listed descriptors.
+///
+/// Its handler may suspend or answer at once, as ``OnRead``'s does.
 public struct OnWriteDescriptor: GATTServerComponent {
     let uuids: [BluetoothUUID]
-    let handler: GATTServerDefinition.WriteHandler
+    let handler: StoredWriteHandler
 
-    /// Answers writes of the descriptors `uuids` with `handler`.
+    /// Answers writes of the descriptors `uuids` with `handler`, which may suspend.
     public init(_ uuids: BluetoothUUID..., handler: @escaping GATTServerDefinition.WriteHandler) {
         self.uuids = uuids
-        self.handler = handler
+        self.handler = StoredWriteHandler(handler)
+    }
+
+    /// Answers writes of the descriptors `uuids` at once with `handler`.
+    public init(_ uuids: BluetoothUUID..., handler: @escaping GATTServerDefinition.ImmediateWriteHandler) {
+        self.uuids = uuids
+        self.handler = StoredWriteHandler(handler)
     }
 
     public func apply(to definition: inout GATTServerDefinition) {
-        definition.add(uuids, StoredWriteHandler(handle: handler), to: \.descriptorWrites, kind: "OnWriteDescriptor")
+        definition.add(uuids, handler, to: \.descriptorWrites, kind: "OnWriteDescriptor")
     }
 }
 
 /// Answers reads of every characteristic no ``OnRead`` covers.
+///
+/// Its handler may suspend or answer at once, as ``OnRead``'s does.
 public struct OnAnyRead: GATTServerComponent {
-    let handler: GATTServerDefinition.ReadHandler
-    /// Answers the reads no ``OnRead`` covers with `handler`'s value.
-    public init(_ handler: @escaping GATTServerDefinition.ReadHandler) { self.handler = handler }
+    let handler: StoredReadHandler
+    /// Answers the reads no ``OnRead`` covers with `handler`'s value; `handler` may suspend.
+    public init(_ handler: @escaping GATTServerDefinition.ReadHandler) { self.handler = StoredReadHandler(handler) }
+    /// Answers the reads no ``OnRead`` covers at once with `handler`'s value.
+    public init(_ handler: @escaping GATTServerDefinition.ImmediateReadHandler) {
+        self.handler = StoredReadHandler(handler)
+    }
     public func apply(to definition: inout GATTServerDefinition) {
-        definition.setCatchAll(\.anyCharacteristicRead, StoredReadHandler(handle: handler), kind: "OnAnyRead")
+        definition.setCatchAll(\.anyCharacteristicRead, handler, kind: "OnAnyRead")
     }
 }
 
 /// Answers writes of every characteristic no ``OnWrite`` covers.
+///
+/// Its handler may suspend or answer at once, as ``OnRead``'s does.
 public struct OnAnyWrite: GATTServerComponent {
-    let handler: GATTServerDefinition.WriteHandler
-    /// Answers the writes no ``OnWrite`` covers with `handler`.
-    public init(_ handler: @escaping GATTServerDefinition.WriteHandler) { self.handler = handler }
+    let handler: StoredWriteHandler
+    /// Answers the writes no ``OnWrite`` covers with `handler`, which may suspend.
+    public init(_ handler: @escaping GATTServerDefinition.WriteHandler) { self.handler = StoredWriteHandler(handler) }
+    /// Answers the writes no ``OnWrite`` covers at once with `handler`.
+    public init(_ handler: @escaping GATTServerDefinition.ImmediateWriteHandler) {
+        self.handler = StoredWriteHandler(handler)
+    }
     public func apply(to definition: inout GATTServerDefinition) {
-        definition.setCatchAll(\.anyCharacteristicWrite, StoredWriteHandler(handle: handler), kind: "OnAnyWrite")
+        definition.setCatchAll(\.anyCharacteristicWrite, handler, kind: "OnAnyWrite")
     }
 }
 
 /// Answers reads of every descriptor no ``OnReadDescriptor`` covers.
+///
+/// Its handler may suspend or answer at once, as ``OnRead``'s does.
 public struct OnAnyReadDescriptor: GATTServerComponent {
-    let handler: GATTServerDefinition.ReadHandler
-    /// Answers the descriptor reads no ``OnReadDescriptor`` covers with `handler`'s value.
-    public init(_ handler: @escaping GATTServerDefinition.ReadHandler) { self.handler = handler }
+    let handler: StoredReadHandler
+    /// Answers the descriptor reads no ``OnReadDescriptor`` covers with `handler`'s value;
+    /// `handler` may suspend.
+    public init(_ handler: @escaping GATTServerDefinition.ReadHandler) { self.handler = StoredReadHandler(handler) }
+    /// Answers the descriptor reads no ``OnReadDescriptor`` covers at once with `handler`'s value.
+    public init(_ handler: @escaping GATTServerDefinition.ImmediateReadHandler) {
+        self.handler = StoredReadHandler(handler)
+    }
     public func apply(to definition: inout GATTServerDefinition) {
-        definition.setCatchAll(\.anyDescriptorRead, StoredReadHandler(handle: handler), kind: "OnAnyReadDescriptor")
+        definition.setCatchAll(\.anyDescriptorRead, handler, kind: "OnAnyReadDescriptor")
     }
 }
 
 /// Answers writes of every descriptor no ``OnWriteDescriptor`` covers.
+///
+/// Its handler may suspend or answer at once, as ``OnRead``'s does.
 public struct OnAnyWriteDescriptor: GATTServerComponent {
-    let handler: GATTServerDefinition.WriteHandler
-    /// Answers the descriptor writes no ``OnWriteDescriptor`` covers with `handler`.
-    public init(_ handler: @escaping GATTServerDefinition.WriteHandler) { self.handler = handler }
+    let handler: StoredWriteHandler
+    /// Answers the descriptor writes no ``OnWriteDescriptor`` covers with `handler`, which may
+    /// suspend.
+    public init(_ handler: @escaping GATTServerDefinition.WriteHandler) { self.handler = StoredWriteHandler(handler) }
+    /// Answers the descriptor writes no ``OnWriteDescriptor`` covers at once with `handler`.
+    public init(_ handler: @escaping GATTServerDefinition.ImmediateWriteHandler) {
+        self.handler = StoredWriteHandler(handler)
+    }
     public func apply(to definition: inout GATTServerDefinition) {
-        definition.setCatchAll(\.anyDescriptorWrite, StoredWriteHandler(handle: handler), kind: "OnAnyWriteDescriptor")
+        definition.setCatchAll(\.anyDescriptorWrite, handler, kind: "OnAnyWriteDescriptor")
     }
 }
 

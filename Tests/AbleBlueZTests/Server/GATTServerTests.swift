@@ -206,6 +206,84 @@ struct GATTServerTests {
         }
     }
 
+    /// A handler with no `await` is answered on the connection's loop as the request arrives,
+    /// outside any task; one that may suspend runs in a task. Both are refused and checked alike.
+    @Test func handlersThatCannotSuspendAreAnsweredWithoutATask() async throws {
+        let immediate: BluetoothUUID = "ABDD3056-28FA-441D-A470-55A75A525504"
+        let suspending: BluetoothUUID = "ABDD3056-28FA-441D-A470-55A75A525505"
+        let tooLong: BluetoothUUID = "ABDD3056-28FA-441D-A470-55A75A525506"
+        let description = BluetoothUUID.characteristicUserDescription
+        let definition = { (events: Locked<[String]>) in
+            GATTServerDefinition {
+                Service(Self.service) {
+                    Characteristic(immediate, properties: [.read, .write]) {
+                        Descriptor(description, permissions: [.readable, .writable])
+                    }
+                    Characteristic(suspending, properties: [.read, .write])
+                    Characteristic(tooLong, properties: [.read, .write])
+                }
+                OnRead([immediate]) { request in
+                    events.value.append("read \(request.offset) in a task: \(withUnsafeCurrentTask { $0 != nil })")
+                    return [1]
+                }
+                OnWrite([immediate]) { request in
+                    events.value.append("write \(request.value) in a task: \(withUnsafeCurrentTask { $0 != nil })")
+                    guard request.value != [0xFF] else { throw ATTError.application(0x81)! }
+                    return .store
+                }
+                OnReadDescriptor(description) { _ in
+                    events.value.append("descriptor read in a task: \(withUnsafeCurrentTask { $0 != nil })")
+                    return [2]
+                }
+                OnWriteDescriptor(description) { _ in
+                    events.value.append("descriptor write in a task: \(withUnsafeCurrentTask { $0 != nil })")
+                    return .accept
+                }
+                OnRead([suspending]) { _ in
+                    events.value.append("suspending read in a task: \(withUnsafeCurrentTask { $0 != nil })")
+                    await Task.yield()
+                    return [3]
+                }
+                OnAnyRead { _ in Array(repeating: 0, count: 513) }
+                OnAnyWrite { _ in throw CancellationError() }
+            }
+        }
+        try await withServer(definition) { fixture, server in
+            #expect(
+                try await call(fixture, immediate, "ReadValue", [Self.options(["offset": .uint16(0)])]) == [.bytes([1])]
+            )
+            _ = try await call(fixture, immediate, "WriteValue", [.bytes([4, 5]), Self.options()])
+            #expect(await server.value(of: immediate) == [4, 5])
+            let refused = await #expect(throws: DBusError.self) {
+                try await call(fixture, immediate, "WriteValue", [.bytes([0xFF]), Self.options()])
+            }
+            #expect(refused?.name.rawValue == ATTError.application(0x81)!.bluezReply.name)
+            #expect(refused?.message == ATTError.application(0x81)!.bluezReply.message)
+            #expect(await server.value(of: immediate) == [4, 5])
+            #expect(
+                try await call(fixture, description, "ReadValue", [Self.options()], descriptor: true) == [.bytes([2])])
+            _ = try await call(fixture, description, "WriteValue", [.bytes([6]), Self.options()], descriptor: true)
+            #expect(try await call(fixture, suspending, "ReadValue", [Self.options()]) == [.bytes([3])])
+            #expect(
+                fixture.events.value.filter { $0.contains("in a task") } == [
+                    "read 0 in a task: false", "write [4, 5] in a task: false", "write [255] in a task: false",
+                    "descriptor read in a task: false", "descriptor write in a task: false",
+                    "suspending read in a task: true",
+                ])
+
+            let long = await #expect(throws: DBusError.self) {
+                try await call(fixture, tooLong, "ReadValue", [Self.options()])
+            }
+            #expect(long?.name.rawValue == ATTError.invalidAttributeValueLength.bluezReply.name)
+            let failed = await #expect(throws: DBusError.self) {
+                try await call(fixture, tooLong, "WriteValue", [.bytes([1]), Self.options()])
+            }
+            #expect(failed?.name.rawValue == ATTError.unlikelyError.bluezReply.name)
+            #expect(failed?.message == ATTError.unlikelyError.bluezReply.message)
+            #expect(await server.value(of: tooLong) == [])
+        }
+    }
+
     @Test func aBadOffsetIsRefused() async throws {
         try await withServer { fixture, _ in
             let error = await #expect(throws: DBusError.self) {

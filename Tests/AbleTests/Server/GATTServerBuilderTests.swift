@@ -39,6 +39,56 @@ import Testing
         #expect(definition.connectionHandlers.count == 1 && definition.stateHandlers.count == 1)
     }
 
+    /// Swift picks a handler's form by its body: one without `await` is immediate, one with it
+    /// (or a function that is `async`) may suspend; the server core answers reads and writes
+    /// without suspending only when no handler of the attribute may suspend.
+    @Test func aHandlerWithoutAwaitIsImmediate() throws {
+        @Sendable func later(_ request: ReadRequest) async -> [UInt8] { [3] }
+        let other: BluetoothUUID = "ABDD3056-28FA-441D-A470-55A75A525500"
+        let definition = GATTServerDefinition {
+            Service(Self.service) {
+                Characteristic(Self.characteristic, properties: [.read, .write]) {
+                    Descriptor(Self.descriptor, permissions: [.readable, .writable])
+                }
+                Characteristic(other, properties: [.read, .write])
+            }
+            OnRead([Self.characteristic]) { _ in [1] }
+            OnWrite([Self.characteristic]) { _ in
+                await Task.yield()
+                return .store
+            }
+            OnReadDescriptor(Self.descriptor, handler: later)
+            OnWriteDescriptor(Self.descriptor) { request in
+                guard !request.value.isEmpty else { throw ATTError.valueNotAllowed }
+                return .accept
+            }
+        }
+        func isImmediate(_ handler: StoredReadHandler?) -> Bool {
+            if case .immediate = handler?.body { true } else { false }
+        }
+        func isImmediate(_ handler: StoredWriteHandler?) -> Bool {
+            if case .immediate = handler?.body { true } else { false }
+        }
+        #expect(isImmediate(definition.characteristicReads[Self.characteristic]))
+        #expect(!isImmediate(definition.characteristicWrites[Self.characteristic]))
+        #expect(!isImmediate(definition.descriptorReads[Self.descriptor]))
+        #expect(isImmediate(definition.descriptorWrites[Self.descriptor]))
+
+        let core = GATTServerCore(definition: definition)
+        let characteristic = AttributeID(service: 0, characteristic: 0)
+        let descriptor = AttributeID(service: 0, characteristic: 0, descriptor: 0)
+        let unhandled = AttributeID(service: 0, characteristic: 1)
+        #expect(core.answersReadsImmediately(characteristic) && !core.answersWritesImmediately(characteristic))
+        #expect(!core.answersReadsImmediately(descriptor) && core.answersWritesImmediately(descriptor))
+        #expect(core.answersReadsImmediately(unhandled) && core.answersWritesImmediately(unhandled))
+        #expect(try core.readImmediately(characteristic, central: nil, offset: 0, mtu: nil) == [1])
+        try core.writeImmediately(unhandled, value: [7, 8], offset: 0, kind: .request, central: nil, mtu: nil)
+        #expect(try core.readImmediately(unhandled, central: nil, offset: 1, mtu: nil) == [8])
+        #expect(throws: ATTError.valueNotAllowed) {
+            try core.writeImmediately(descriptor, value: [], offset: 0, kind: .request, central: nil, mtu: nil)
+        }
+    }
+
     @Test(arguments: [0, 1, 3])
     func conditionalsAndLoopsBuildWhatTheyDescribe(count: Int) throws {
         let withBattery = count > 1
