@@ -69,7 +69,55 @@ func testOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     }
     for argument in arguments { convert(argument) }
     roundTrip(arguments)
+    readInPlace(
+        DBusMethodCallView(
+            message: message, sender: sender, path: DBusObjectPath(unchecked: path), interface: interface,
+            member: member),
+        decoded: arguments)
     return 0
+}
+
+/// As an in-place method handler reads a call (Able's GATT server reads BlueZ's options so): each
+/// argument read in place must be what decoding gave, and one of another shape an error.
+private func readInPlace(_ view: DBusMethodCallView, decoded arguments: [DBusValue]) {
+    for (index, argument) in arguments.enumerated() {
+        let bytes = try? view.bytes(argument: index)
+        guard bytes == (try? argument.decode([UInt8].self)) else {
+            fatalError("argument \(index) read in place as \(String(describing: bytes)), decoded as \(argument)")
+        }
+        var entries: [DBusDictionaryEntry] = []
+        do {
+            try view.forEachEntry(ofDictionary: index) { key, value in
+                let read: DBusValue? =
+                    value.uint16().map { .uint16($0) } ?? value.boolean().map { .boolean($0) }
+                    ?? value.string().map { .string($0) } ?? value.bytes().map { .bytes($0) }
+                    ?? value.withObjectPath {
+                        .objectPath(DBusObjectPath(unchecked: String(decoding: $0, as: UTF8.self)))
+                    }
+                entries.append(DBusDictionaryEntry(key: .string(String(cString: key)), value: read ?? .string("?")))
+            }
+        } catch {
+            guard case .dictionary(.string, .variant, _) = argument else { continue }
+            fatalError("an a{sv} argument \(index) was not read in place: \(error)\n\(argument)")
+        }
+        guard case .dictionary(.string, .variant, let decoded) = argument, decoded.count == entries.count else {
+            fatalError("argument \(index) read in place as a{sv}, decoded as \(argument)")
+        }
+        for (entry, inPlace) in zip(decoded, entries) {
+            guard entry.key == inPlace.key else { fatalError("key \(inPlace.key) read in place, \(entry.key) decoded") }
+            let value = entry.value.unwrappingVariant
+            switch value {
+            case .uint16, .boolean, .string, .bytes, .objectPath:
+                guard value == inPlace.value else {
+                    fatalError("\(entry.key) read in place as \(inPlace.value), decoded as \(value)")
+                }
+            default:
+                guard inPlace.value == .string("?") else {
+                    fatalError("\(entry.key) read in place as \(inPlace.value), decoded as \(value)")
+                }
+            }
+        }
+    }
 }
 
 /// The cache of body strings a connection keeps from message to message, kept here from input

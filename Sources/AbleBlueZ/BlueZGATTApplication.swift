@@ -186,7 +186,9 @@ final class BlueZGATTApplication: GATTServerBackend {
         guard core.answersReadsImmediately(id) else {
             return DBusMethod("ReadValue", in: "a{sv}", out: "ay") { call in try await readValue(core, id, call) }
         }
-        return .immediate("ReadValue", in: "a{sv}", out: "ay") { call in
+        // Read in place: the options and value are all the request needs, and decoding them into
+        // DBusValues first would cost more than answering.
+        return .immediateInPlace("ReadValue", in: "a{sv}", out: "ay") { call in
             let options = try GATTRequestOptions(call, argument: 0)
             do {
                 return [
@@ -206,9 +208,9 @@ final class BlueZGATTApplication: GATTServerBackend {
         guard core.answersWritesImmediately(id) else {
             return DBusMethod("WriteValue", in: "aya{sv}") { call in try await writeValue(core, id, call) }
         }
-        return .immediate("WriteValue", in: "aya{sv}") { call in
+        return .immediateInPlace("WriteValue", in: "aya{sv}") { call in
             let options = try GATTRequestOptions(call, argument: 1)
-            let value = try call.argument(0, as: [UInt8].self)
+            let value = try call.bytes(argument: 0)
             do {
                 try core.writeImmediately(
                     id, value: value, offset: options.offset, kind: options.writeKind, central: options.central,

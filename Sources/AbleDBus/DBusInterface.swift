@@ -49,6 +49,9 @@ public struct DBusMethod: Sendable {
     public var outputSignature: DBusSignature
     /// What runs for each call.
     public var handler: Handler
+    /// For a method declared with ``immediateInPlace(_:in:out:handler:)``, what runs for each call
+    /// that reaches the connection: ``handler`` then serves only calls made without a bus.
+    package var inPlaceHandler: (@Sendable (DBusMethodCallView) throws -> [DBusValue])?
 
     /// Declares a method whose handler may suspend.
     ///
@@ -71,6 +74,23 @@ public struct DBusMethod: Sendable {
     ) -> DBusMethod {
         var method = DBusMethod(name, in: inputSignature, out: outputSignature) { _ in [] }
         method.handler = .immediate(handler)
+        return method
+    }
+
+    /// Declares a method answered on the connection's event loop, without a task, that reads its
+    /// arguments in place (``DBusMethodCallView``) instead of decoding them: for the hottest
+    /// handlers. Its ``handler`` encodes a ``DBusMethodCall``'s arguments into a message and reads
+    /// them the same way, so the method also answers calls made without a bus.
+    package static func immediateInPlace(
+        _ name: String, in inputSignature: DBusSignature = "", out outputSignature: DBusSignature = "",
+        handler: @escaping @Sendable (DBusMethodCallView) throws -> [DBusValue]
+    ) -> DBusMethod {
+        var method = DBusMethod.immediate(name, in: inputSignature, out: outputSignature) { call in
+            try DBusMethodCallView.withCall(
+                sender: call.sender, path: call.path, interface: call.interface, member: call.member,
+                arguments: call.arguments, handler)
+        }
+        method.inPlaceHandler = handler
         return method
     }
 }

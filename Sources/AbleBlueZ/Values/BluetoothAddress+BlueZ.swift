@@ -12,14 +12,23 @@ extension BluetoothAddress {
     package init?(bluezPathComponent: some StringProtocol) {
         // Read in place: a component is longer than Swift stores inline, so a copy would be an
         // allocation, and a server makes this address for every request.
-        let parse = { (utf8: UnsafeBufferPointer<UInt8>) -> BluetoothAddress? in
-            guard utf8.starts(with: "dev_".utf8) else { return nil }
-            return BluetoothAddress(
-                utf8: UnsafeBufferPointer(rebasing: utf8.dropFirst(4)), separator: UInt8(ascii: "_"))
-        }
-        let parsed = bluezPathComponent.utf8.withContiguousStorageIfAvailable(parse)
-        guard let address = parsed ?? Array(bluezPathComponent.utf8).withUnsafeBufferPointer(parse) else { return nil }
+        let parsed = bluezPathComponent.utf8.withContiguousStorageIfAvailable(Self.parseComponent)
+        guard let address = parsed ?? Array(bluezPathComponent.utf8).withUnsafeBufferPointer(Self.parseComponent)
+        else { return nil }
         self = address
+    }
+
+    /// Parses an address from the UTF-8 of a device's object path, as
+    /// ``init(bluezDevicePath:)`` does.
+    package init?(bluezDevicePathUTF8 path: UnsafeBufferPointer<UInt8>) {
+        let start = path.lastIndex(of: UInt8(ascii: "/")).map { $0 + 1 } ?? path.startIndex
+        guard let address = Self.parseComponent(UnsafeBufferPointer(rebasing: path[start...])) else { return nil }
+        self = address
+    }
+
+    private static func parseComponent(_ utf8: UnsafeBufferPointer<UInt8>) -> BluetoothAddress? {
+        guard utf8.starts(with: "dev_".utf8) else { return nil }
+        return BluetoothAddress(utf8: UnsafeBufferPointer(rebasing: utf8.dropFirst(4)), separator: UInt8(ascii: "_"))
     }
 
     /// Parses an address from the object path of a device, such as

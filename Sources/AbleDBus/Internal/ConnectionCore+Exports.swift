@@ -37,19 +37,22 @@ extension ConnectionCore {
             replier.fail(DBusError(.accessDenied, "\(sender) may not call \(pathText)"))
             return
         }
-        let arguments: [DBusValue]
-        do {
-            arguments = try MessageCoding.decodeArguments(of: message, strings: &bodyStrings)
-        } catch {
-            replier.fail(error)
-            return
-        }
         let signature = dbus_message_get_signature(message).map { headerStrings.string($0) } ?? ""
-        let call = DBusMethodCall(
-            sender: sender, path: path, interface: interface, member: member, arguments: arguments)
+        /// The call with its arguments decoded; `nil` (and the call answered) when they cannot be.
+        func decoded() -> DBusMethodCall? {
+            do {
+                let arguments = try MessageCoding.decodeArguments(of: message, strings: &bodyStrings)
+                return DBusMethodCall(
+                    sender: sender, path: path, interface: interface, member: member, arguments: arguments)
+            } catch {
+                replier.fail(error)
+                return nil
+            }
+        }
 
         switch interface {
         case Self.propertiesInterface:
+            guard let call = decoded() else { return }
             handleProperties(call, signature: signature, object: object, replier: replier)
         case Self.introspectableInterface where member == "Introspect":
             replier.reply([.string(Introspection.xml(for: object, children: exports.childNodes(of: path)))])
@@ -74,6 +77,13 @@ extension ConnectionCore {
                     DBusError(.invalidArgs, "\(member) takes (\(method.inputSignature)), not (\(signature))"))
                 return
             }
+            if let inPlace = method.inPlaceHandler {
+                let view = DBusMethodCallView(
+                    message: message, sender: sender, path: path, interface: interface, member: member)
+                replier.complete(Result { try inPlace(view) }, outputSignature: method.outputSignature)
+                return
+            }
+            guard let call = decoded() else { return }
             run(method, call: call, replier: replier)
         }
     }

@@ -117,14 +117,7 @@ package struct DBusSignalView {
         guard dbus_message_iter_get_arg_type(&variant) == ABLE_DBUS_TYPE_ARRAY,
             dbus_message_iter_get_element_type(&variant) == ABLE_DBUS_TYPE_BYTE
         else { throw DBusError(.invalidArgs, "\(member): \(name) is not a byte array (ay)") }
-        var bytes = DBusMessageIter()
-        dbus_message_iter_recurse(&variant, &bytes)
-        var pointer: UnsafeMutableRawPointer?
-        var count: Int32 = 0
-        guard dbus_message_iter_get_arg_type(&bytes) == ABLE_DBUS_TYPE_BYTE else { return [] }
-        dbus_message_iter_get_fixed_array(&bytes, &pointer, &count)
-        guard let pointer, count > 0 else { return [] }
-        return Array(UnsafeRawBufferPointer(start: pointer, count: Int(count)))
+        return DBusVariantReader.fixedBytes(in: &variant)
     }
 
     /// Argument `index` when it is a string, read without decoding the others.

@@ -5,6 +5,26 @@ import Testing
 @testable import AbleBlueZ
 
 struct GATTRequestOptionsTests {
+    /// The options of argument `index`, read from the decoded call and in place from a message
+    /// with the same arguments: the two must agree.
+    static func options(_ call: DBusMethodCall, argument index: Int) throws -> GATTRequestOptions {
+        let decoded = Result { () throws(DBusError) in try GATTRequestOptions(call, argument: index) }
+        let inPlace = try DBusMethodCallView.withCall(
+            path: call.path, interface: call.interface, member: call.member, arguments: call.arguments
+        ) { view in Result { () throws(DBusError) in try GATTRequestOptions(view, argument: index) } }
+        switch (decoded, inPlace) {
+        case (.success(let decoded), .success(let inPlace)):
+            #expect(decoded == inPlace, "decoded \(decoded), read in place \(inPlace)")
+            return decoded
+        case (.failure(let decoded), .failure(let inPlace)):
+            #expect(decoded.name == inPlace.name)
+            throw decoded
+        default:
+            Issue.record("decoded: \(decoded), read in place: \(inPlace)")
+            return try decoded.get()
+        }
+    }
+
     static func call(_ entries: [(String, DBusValue)], member: String = "WriteValue") -> DBusMethodCall {
         let options = DBusValue.dictionary(
             key: .string, value: .variant, entries.map { DBusDictionaryEntry(key: .string($0), value: .variant($1)) })
@@ -15,7 +35,7 @@ struct GATTRequestOptionsTests {
 
     @Test("Every option bluetoothd sends is read in one pass")
     func everyOptionIsRead() throws {
-        let options = try GATTRequestOptions(
+        let options = try Self.options(
             Self.call([
                 ("device", .objectPath("/org/bluez/hci1/dev_00_AA_01_00_00_01")), ("link", .string("LE")),
                 ("mtu", .uint16(247)), ("offset", .uint16(5)), ("type", .string("reliable")),
@@ -30,7 +50,7 @@ struct GATTRequestOptionsTests {
 
     @Test("Absent options take their defaults")
     func absentOptions() throws {
-        let options = try GATTRequestOptions(Self.call([]), argument: 1)
+        let options = try Self.options(Self.call([]), argument: 1)
         #expect(options.central == nil)
         #expect(options.mtu == nil)
         #expect(options.offset == 0)
@@ -40,7 +60,7 @@ struct GATTRequestOptionsTests {
 
     @Test("An option of an unexpected type is ignored, as if absent")
     func unexpectedTypesAreIgnored() throws {
-        let options = try GATTRequestOptions(
+        let options = try Self.options(
             Self.call([
                 ("device", .string("/org/bluez/hci1/dev_00_AA_01_00_00_01")), ("mtu", .uint32(247)),
                 ("offset", .int16(5)), ("type", .uint16(1)), ("prepare-authorize", .string("yes")),
@@ -55,7 +75,7 @@ struct GATTRequestOptionsTests {
     @Test(
         "A device path that names no device gives no central", arguments: ["/org/bluez/hci1", "/org/bluez/hci1/dev_00"])
     func aPathThatNamesNoDevice(path: String) throws {
-        let options = try GATTRequestOptions(
+        let options = try Self.options(
             Self.call([("device", .objectPath(try #require(DBusObjectPath(rawValue: path))))]), argument: 1)
         #expect(options.central == nil)
     }
@@ -63,9 +83,9 @@ struct GATTRequestOptionsTests {
     @Test("Missing options, or a value that is not a{sv}, are invalid arguments")
     func missingOrMalformedOptions() {
         let call = Self.call([])
-        #expect(throws: DBusError.self) { try GATTRequestOptions(call, argument: 2) }
-        #expect(throws: DBusError.self) { try GATTRequestOptions(call, argument: 0) }
-        let error = #expect(throws: DBusError.self) { try GATTRequestOptions(call, argument: 0) }
+        #expect(throws: DBusError.self) { try Self.options(call, argument: 2) }
+        #expect(throws: DBusError.self) { try Self.options(call, argument: 0) }
+        let error = #expect(throws: DBusError.self) { try Self.options(call, argument: 0) }
         #expect(error?.name == .invalidArgs)
     }
 }
