@@ -36,20 +36,26 @@ struct MethodCallViewTests {
         return Reading(bytes: try call.bytes(argument: 0), entries: entries)
     }
 
-    static let options = DBusValue.dictionary(
-        key: .string, value: .variant,
-        [
-            ("device", DBusValue.objectPath("/org/bluez/hci1/dev_00_AA_01_00_00_01")), ("mtu", .uint16(247)),
-            ("link", .string("LE")), ("prepare-authorize", .boolean(true)), ("value", .bytes([])),
-            ("long", .bytes(Array(0..<40))), ("count", .uint32(3)), ("nested", .variant(.uint16(1))),
-        ].map { DBusDictionaryEntry(key: .string($0.0), value: .variant($0.1)) })
+    // Computed, not kept in statics: LeakSanitizer cannot see a DBusValue's boxes through the
+    // case bits in their addresses, and would report a static's values as leaks.
+    static var options: DBusValue {
+        DBusValue.dictionary(
+            key: .string, value: .variant,
+            [
+                ("device", DBusValue.objectPath("/org/bluez/hci1/dev_00_AA_01_00_00_01")), ("mtu", .uint16(247)),
+                ("link", .string("LE")), ("prepare-authorize", .boolean(true)), ("value", .bytes([])),
+                ("long", .bytes(Array(0..<40))), ("count", .uint32(3)), ("nested", .variant(.uint16(1))),
+            ].map { DBusDictionaryEntry(key: .string($0.0), value: .variant($0.1)) })
+    }
 
-    static let expected = Reading(
-        bytes: [1, 2, 3],
-        entries: [
-            "device o /org/bluez/hci1/dev_00_AA_01_00_00_01", "mtu q 247", "link s LE", "prepare-authorize b true",
-            "value ay []", "long ay \(Array(0..<40) as [UInt8])", "count other", "nested q 1",
-        ])
+    static var expected: Reading {
+        Reading(
+            bytes: [1, 2, 3],
+            entries: [
+                "device o /org/bluez/hci1/dev_00_AA_01_00_00_01", "mtu q 247", "link s LE", "prepare-authorize b true",
+                "value ay []", "long ay \(Array(0..<40) as [UInt8])", "count other", "nested q 1",
+            ])
+    }
 
     @Test func everyEntryIsReadInPlaceByItsType() throws {
         let reading = try DBusMethodCallView.withCall(

@@ -21,8 +21,9 @@ extension BluetoothAddress {
     /// Parses an address from the UTF-8 of a device's object path, as
     /// ``init(bluezDevicePath:)`` does.
     package init?(bluezDevicePathUTF8 path: UnsafeBufferPointer<UInt8>) {
-        let start = path.lastIndex(of: UInt8(ascii: "/")).map { $0 + 1 } ?? path.startIndex
-        guard let address = Self.parseComponent(UnsafeBufferPointer(rebasing: path[start...])) else { return nil }
+        guard let slash = path.lastIndex(of: UInt8(ascii: "/")),
+            let address = Self.parseComponent(UnsafeBufferPointer(rebasing: path[(slash + 1)...]))
+        else { return nil }
         self = address
     }
 

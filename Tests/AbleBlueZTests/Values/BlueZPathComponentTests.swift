@@ -23,6 +23,14 @@ struct BlueZPathComponentTests {
         #expect(BluetoothAddress(bluezDevicePath: "/org/bluez/hci0") == nil)
         #expect(BluetoothAddress(bluezDevicePath: "/org/bluez/hci0/dev_00_AA_01_01_00_01/service0010") == nil)
         #expect(BluetoothAddress(bluezDevicePath: "/") == nil)
+        // The form the GATT server reads in place from a request's options agrees on each.
+        for path in [
+            "/org/bluez/hci0/dev_00_AA_01_01_00_01", "/dev_00_AA_01_01_00_01", "/org/bluez/hci0",
+            "/org/bluez/hci0/dev_00_AA_01_01_00_01/service0010", "/", "dev_00_AA_01_01_00_01",
+        ] {
+            let inPlace = Array(path.utf8).withUnsafeBufferPointer { BluetoothAddress(bluezDevicePathUTF8: $0) }
+            #expect(inPlace == DBusObjectPath(rawValue: path).flatMap { BluetoothAddress(bluezDevicePath: $0) })
+        }
     }
 
     @Test(
