@@ -86,8 +86,8 @@ package final class GATTServerCore: Sendable {
     package func read(
         _ id: AttributeID, central: Central?, offset: Int, mtu: Int?, abandonment: RequestAbandonment? = nil
     ) async throws -> [UInt8] {
-        let (handler, request) = try startRead(id, central: central, offset: offset, mtu: mtu)
-        guard case .async(let handler) = handler else { return try Self.answer(request, with: handler) }
+        let start = try startRead(id, central, offset, mtu)
+        guard case .handler(.async(let handler), let request) = start else { return try Self.answer(start) }
         let value: [UInt8]
         do {
             // A request that names its central runs so that abandonRequests(of:) can answer it first
@@ -99,10 +99,8 @@ package final class GATTServerCore: Sendable {
             } else {
                 value = try await handler(request)
             }
-        } catch let error as ATTError {
-            throw error
         } catch {
-            throw ATTError.unlikelyError
+            throw Self.attError(error)
         }
         return try Self.checkedLength(value)
     }
@@ -113,51 +111,54 @@ package final class GATTServerCore: Sendable {
     ///
     /// - Throws: Only ``ATTError``.
     package func readImmediately(_ id: AttributeID, central: Central?, offset: Int, mtu: Int?) throws -> [UInt8] {
-        let (handler, request) = try startRead(id, central: central, offset: offset, mtu: mtu)
-        return try Self.answer(request, with: handler)
+        try Self.answer(startRead(id, central, offset, mtu))
     }
 
-    /// Checks a read and finds what answers it: a handler, or with none the stored value (the
-    /// request's ``ReadRequest/storedValue``, already cut at the offset).
-    private func startRead(
-        _ id: AttributeID, central: Central?, offset: Int, mtu: Int?
-    ) throws -> (StoredReadHandler.Body?, ReadRequest) {
+    /// Answers a read that needs no suspension: with the stored value, or an immediate handler's.
+    private static func answer(_ start: ReadStart) throws -> [UInt8] {
+        switch start {
+        case .stored(let value):
+            return value
+        case .handler(.immediate(let handler), let request):
+            let value: [UInt8]
+            do {
+                value = try handler(request)
+            } catch {
+                throw attError(error)
+            }
+            return try checkedLength(value)
+        case .handler(.async, _):
+            preconditionFailure("a read that may suspend answered without suspending")
+        }
+    }
+
+    /// What answers a read that passed its checks.
+    private enum ReadStart {
+        /// The stored value from the offset: the attribute has no handler.
+        case stored([UInt8])
+        case handler(StoredReadHandler.Body, ReadRequest)
+    }
+
+    /// Checks a read and finds what answers it.
+    private func startRead(_ id: AttributeID, _ central: Central?, _ offset: Int, _ mtu: Int?) throws -> ReadStart {
         let characteristic = characteristic(id)
         let descriptor = id.descriptor.map { characteristic.descriptors[$0] }
         guard descriptor?.isReadable ?? characteristic.isReadable else { throw ATTError.readNotPermitted }
         let stored = storedValue(id)
         guard let handler = readHandler(characteristic, descriptor)?.body else {
             guard offset <= stored.count else { throw ATTError.invalidOffset }
-            let request = ReadRequest(
-                uuid: descriptor?.uuid ?? characteristic.uuid, characteristicUUID: nil, central: central,
-                offset: offset, mtu: mtu, storedValue: Array(stored[offset...]))
-            return (nil, request)
+            return .stored(Array(stored[offset...]))
         }
         let request = ReadRequest(
             uuid: descriptor?.uuid ?? characteristic.uuid,
             characteristicUUID: descriptor == nil ? nil : characteristic.uuid,
             central: central, offset: offset, mtu: mtu, storedValue: stored)
-        return (handler, request)
+        return .handler(handler, request)
     }
 
-    /// Answers a read that needs no suspension: with the stored value, or an immediate handler's.
-    private static func answer(_ request: ReadRequest, with handler: StoredReadHandler.Body?) throws -> [UInt8] {
-        switch handler {
-        case nil:
-            return request.storedValue
-        case .immediate(let handler):
-            let value: [UInt8]
-            do {
-                value = try handler(request)
-            } catch let error as ATTError {
-                throw error
-            } catch {
-                throw ATTError.unlikelyError
-            }
-            return try checkedLength(value)
-        case .async:
-            preconditionFailure("a read that may suspend answered without suspending")
-        }
+    /// What a handler's error answers: itself if it is an ``ATTError``, else Unlikely Error.
+    private static func attError(_ error: any Error) -> ATTError {
+        error as? ATTError ?? .unlikelyError
     }
 
     private static func checkedLength(_ value: [UInt8]) throws -> [UInt8] {
@@ -183,10 +184,8 @@ package final class GATTServerCore: Sendable {
             } else {
                 response = try await handler(request)
             }
-        } catch let error as ATTError {
-            throw error
         } catch {
-            throw ATTError.unlikelyError
+            throw Self.attError(error)
         }
         store(request, of: id, if: response)
     }
@@ -233,10 +232,8 @@ package final class GATTServerCore: Sendable {
         case .immediate(let handler):
             do {
                 response = try handler(request)
-            } catch let error as ATTError {
-                throw error
             } catch {
-                throw ATTError.unlikelyError
+                throw Self.attError(error)
             }
         case .async:
             preconditionFailure("a write that may suspend answered without suspending")

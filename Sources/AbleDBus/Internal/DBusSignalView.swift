@@ -48,9 +48,12 @@ package struct DBusSignalView {
         var bytes: [UInt8]?
         var isOnlyChange = true
         let member = member
-        let walked = try forEachChange(of: interface) { (key, entry) throws(DBusError) in
+        let walked = try forEachChange(of: interface) { (key, value) throws(DBusError) in
             if name.withCString({ strcmp($0, key) == 0 }) {
-                bytes = try Self.byteArray(after: &entry, named: name, in: member)
+                guard let value = value.bytes() else {
+                    throw DBusError(.invalidArgs, "\(member): \(name) is not a byte array (ay)")
+                }
+                bytes = value
             } else {
                 isOnlyChange = false
             }
@@ -67,7 +70,7 @@ package struct DBusSignalView {
     }
 
     /// Walks the changed properties of a `PropertiesChanged(s, a{sv}, as)` signal of `interface`,
-    /// handing `visit` each one's name and the iterator at it, while `visit` returns `true`.
+    /// handing `visit` each one's name and a reader of its value, while `visit` returns `true`.
     /// Returns whether it visited them all; `nil` when the signal is not a `PropertiesChanged` of
     /// `interface`.
     ///
@@ -75,7 +78,7 @@ package struct DBusSignalView {
     ///   that shape, or what `visit` throws.
     private func forEachChange(
         of interface: String,
-        _ visit: (_ name: UnsafePointer<CChar>, _ entry: inout DBusMessageIter) throws(DBusError) -> Bool
+        _ visit: (_ name: UnsafePointer<CChar>, _ value: inout DBusVariantReader) throws(DBusError) -> Bool
     ) throws(DBusError) -> Bool? {
         guard member == "PropertiesChanged", self.interface == "org.freedesktop.DBus.Properties" else { return nil }
         var arguments = DBusMessageIter()
@@ -85,39 +88,9 @@ package struct DBusSignalView {
         else { throw DBusError(.invalidArgs, "\(member) is not PropertiesChanged(s, a{sv}, as)") }
         dbus_message_iter_get_basic(&arguments, &changedInterface)
         guard let changedInterface, interface.withCString({ strcmp($0, changedInterface) == 0 }) else { return nil }
-        guard dbus_message_iter_next(&arguments) != 0,
-            dbus_message_iter_get_arg_type(&arguments) == ABLE_DBUS_TYPE_ARRAY,
-            dbus_message_iter_get_element_type(&arguments) == ABLE_DBUS_TYPE_DICT_ENTRY
-        else { throw DBusError(.invalidArgs, "\(member) is not PropertiesChanged(s, a{sv}, as)") }
-        var changed = DBusMessageIter()
-        dbus_message_iter_recurse(&arguments, &changed)
-        while dbus_message_iter_get_arg_type(&changed) == ABLE_DBUS_TYPE_DICT_ENTRY {
-            var entry = DBusMessageIter()
-            dbus_message_iter_recurse(&changed, &entry)
-            var key: UnsafePointer<CChar>?
-            guard dbus_message_iter_get_arg_type(&entry) == ABLE_DBUS_TYPE_STRING else {
-                throw DBusError(.invalidArgs, "\(member): a changed property's name is not a string")
-            }
-            dbus_message_iter_get_basic(&entry, &key)
-            guard let key else { throw DBusError(.invalidArgs, "\(member): a changed property has no name") }
-            guard try visit(key, &entry) else { return false }
-            dbus_message_iter_next(&changed)
-        }
-        return true
-    }
-
-    /// The `ay` in the variant that follows a dictionary entry's key.
-    private static func byteArray(
-        after entry: inout DBusMessageIter, named name: String, in member: String
-    ) throws(DBusError) -> [UInt8] {
-        var variant = DBusMessageIter()
-        guard dbus_message_iter_next(&entry) != 0, dbus_message_iter_get_arg_type(&entry) == ABLE_DBUS_TYPE_VARIANT
-        else { throw DBusError(.invalidArgs, "\(member): \(name) has no value") }
-        dbus_message_iter_recurse(&entry, &variant)
-        guard dbus_message_iter_get_arg_type(&variant) == ABLE_DBUS_TYPE_ARRAY,
-            dbus_message_iter_get_element_type(&variant) == ABLE_DBUS_TYPE_BYTE
-        else { throw DBusError(.invalidArgs, "\(member): \(name) is not a byte array (ay)") }
-        return DBusVariantReader.fixedBytes(in: &variant)
+        let malformed = DBusError(.invalidArgs, "\(member) is not PropertiesChanged(s, a{sv}, as)")
+        guard dbus_message_iter_next(&arguments) != 0 else { throw malformed }
+        return try DBusVariantReader.forEachEntry(of: &arguments, malformed: malformed, visit)
     }
 
     /// Argument `index` when it is a string, read without decoding the others.
