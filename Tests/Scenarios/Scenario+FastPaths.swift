@@ -15,7 +15,8 @@ extension Scenario {
                 return .accept
             }
         }
-        let count = 300
+        // More than a batch: the array goes into the socket as two slices of it.
+        let count = Peripheral.writeBatchLength + 88
         let packets = (0..<count).map { index in
             [UInt8(index >> 8), UInt8(index & 0xFF)] + Array(repeating: 0x5A, count: 16)
         }
@@ -76,24 +77,33 @@ extension Scenario {
 
             // A value that does not fit ends a sequence there: the values before it are written
             // (the first batch whole, then the part of the next batch before it) and reported,
-            // it and those after it are not.
-            let before = count + 4
-            let misfitAt = Peripheral.writeBatchLength + 6
-            var sequence = (0..<(misfitAt + 30)).map { [0xB0, UInt8($0)] }
-            sequence[misfitAt] = Array(repeating: 0xB1, count: 600)
-            let progress = Recorder<Int>()
-            let misfit = await #expect(throws: BluetoothError.self) {
-                try await peripheral.writeWithoutResponse(sequence, to: sink) { progress.append($0) }
+            // it and those after it are not. Once with a sequence that is not an array, batched
+            // as it is iterated, once with an array, batched as slices of it.
+            var before = count + 4
+            for (misfitAt, asArray) in [(Peripheral.writeBatchLength + 6, false), (20, true)] {
+                var sequence = (0..<(misfitAt + 30)).map { [0xB0, UInt8($0 >> 8), UInt8($0 & 0xFF)] }
+                sequence[misfitAt] = Array(repeating: 0xB1, count: 600)
+                let progress = Recorder<Int>()
+                let misfit = await #expect(throws: BluetoothError.self) {
+                    if asArray {
+                        try await peripheral.writeWithoutResponse(sequence, to: sink) { progress.append($0) }
+                    } else {
+                        try await peripheral.writeWithoutResponse(sequence.lazy.map { $0 }, to: sink) {
+                            progress.append($0)
+                        }
+                    }
+                }
+                #expect(misfit?.code == .valueTooLong)
+                #expect(progress.all == Array(1...misfitAt))
+                try await backend.eventually("the server to receive the values before the one that does not fit") {
+                    received.all.count >= before + misfitAt
+                }
+                let afterMisfit = received.all.dropFirst(before)
+                #expect(
+                    afterMisfit.sorted { $0.lexicographicallyPrecedes($1) } == Array(sequence.prefix(misfitAt)),
+                    "not exactly the values before the one that does not fit arrived")
+                before += misfitAt
             }
-            #expect(misfit?.code == .valueTooLong)
-            #expect(progress.all == Array(1...misfitAt))
-            try await backend.eventually("the server to receive the values before the one that does not fit") {
-                received.all.count >= before + misfitAt
-            }
-            let afterMisfit = received.all.dropFirst(before)
-            #expect(
-                afterMisfit.sorted { $0.lexicographicallyPrecedes($1) } == Array(sequence.prefix(misfitAt)),
-                "not exactly the values before the one that does not fit arrived")
         }
     }
 

@@ -32,6 +32,11 @@ package final class AcquiredSocket: Sendable {
     /// 5.82 alike), so a longer message would reach the peripheral cut short, without an error.
     package var maximumValueLength: Int { max(min(attMTU - 3, Self.maximumAttributeValueLength), 1) }
 
+    /// Whether `value` fits one message: not empty, and at most ``maximumValueLength`` bytes.
+    package func fits(_ value: [UInt8]) -> Bool {
+        !value.isEmpty && value.count <= maximumValueLength
+    }
+
     /// The longest value an attribute may hold (Core 5.3 Vol 3 Part F 3.2.9).
     package static let maximumAttributeValueLength = 512
 
@@ -102,8 +107,10 @@ package final class AcquiredSocket: Sendable {
 
     /// Sends `values` in order, each as one message, waiting while the socket is full; the caller
     /// is woken once, when the socket has taken the last of them. See
-    /// ``ChannelCore/send(contentsOf:isolation:)`` for what went out when it throws.
-    package func send(contentsOf values: [[UInt8]], isolation actor: isolated (any Actor)? = #isolation) async throws {
+    /// `ChannelCore`'s `send(contentsOf:)` for what went out when it throws.
+    package func send(
+        contentsOf values: ArraySlice<[UInt8]>, isolation actor: isolated (any Actor)? = #isolation
+    ) async throws {
         try await channel.core.send(contentsOf: values)
         sent.withLock { $0 += values.count }
     }

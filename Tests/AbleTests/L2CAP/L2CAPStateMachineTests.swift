@@ -232,12 +232,12 @@ struct L2CAPSendStateMachineTests {
             return
         }
         #expect(machine.nextPacket == [1])
-        let first = machine.removeNext()
+        let first = machine.takeOne()
         let idleWithOneLeft = machine.writerIdle()
         #expect(first == "a")
         #expect(!idleWithOneLeft)
         #expect(machine.nextPacket == [2])
-        let second = machine.removeNext()
+        let second = machine.takeOne()
         let idleWhenEmpty = machine.writerIdle()
         #expect(second == "b")
         #expect(idleWhenEmpty)
@@ -252,7 +252,7 @@ struct L2CAPSendStateMachineTests {
         }
         let cancelled = machine.cancel(id: 2)
         let cancelledAgain = machine.cancel(id: 2)
-        let first = machine.removeNext()
+        let first = machine.takeOne()
         #expect(cancelled == "b")
         #expect(cancelledAgain == nil)
         #expect(first == "a")
@@ -262,19 +262,19 @@ struct L2CAPSendStateMachineTests {
     @Test("A batch queues as one send: its waiter comes with its last packet, and it cancels whole")
     func batches() {
         var machine = Machine()
-        _ = machine.enqueue(id: 1, packets: [[1], [2], [3]], from: 1, waiter: "batch", tryFirst: false)
+        _ = machine.enqueue(id: 1, packets: .many([[1], [2], [3]]), from: 1, waiter: "batch", tryFirst: false)
         _ = machine.enqueue(id: 2, packet: [4], waiter: "after", tryFirst: false)
         #expect(machine.pendingCount == 3)
         #expect(machine.waitCount == 2)
         #expect(machine.nextPacket == [2])
-        let beforeItsLast = machine.removeNext()
+        let beforeItsLast = machine.takeOne()
         #expect(beforeItsLast == nil)
         #expect(machine.nextPacket == [3])
-        let atItsLast = machine.removeNext()
+        let atItsLast = machine.takeOne()
         #expect(atItsLast == "batch")
         #expect(machine.nextPacket == [4])
 
-        _ = machine.enqueue(id: 3, packets: [[5], [6]], from: 0, waiter: "cancelled", tryFirst: false)
+        _ = machine.enqueue(id: 3, packets: .many([[5], [6]]), from: 0, waiter: "cancelled", tryFirst: false)
         let cancelled = machine.cancel(id: 3)
         #expect(cancelled == "cancelled")
         #expect(machine.pendingCount == 1)
@@ -283,7 +283,7 @@ struct L2CAPSendStateMachineTests {
     @Test("A packet the socket refuses ends its whole send, and only it")
     func refusalEndsTheWholeSend() {
         var machine = Machine()
-        _ = machine.enqueue(id: 1, packets: [[1], [2], [3]], from: 0, waiter: "batch", tryFirst: false)
+        _ = machine.enqueue(id: 1, packets: .many([[1], [2], [3]]), from: 0, waiter: "batch", tryFirst: false)
         _ = machine.enqueue(id: 2, packet: [4], waiter: "after", tryFirst: false)
         let refused = machine.removeNextSend()
         #expect(refused == "batch")
@@ -310,17 +310,44 @@ struct L2CAPSendStateMachineTests {
         #expect(machine.failure?.code == .disconnected)
     }
 
-    @Test("The queued packets can be read ahead in order, across the ring's wrap, for one sendmmsg")
+    @Test("Queued packets read ahead in order across sends and the ring's wrap; taking them finishes each send once")
     func readingAhead() {
         var machine = Machine()
-        // 12 in and 10 out first, so that the next 10 wrap around the ring's 16 slots.
-        _ = machine.enqueue(id: 1, packets: (0..<12).map { [UInt8($0)] }, from: 0, waiter: "first", tryFirst: false)
-        for _ in 0..<10 { _ = machine.removeNext() }
-        _ = machine.enqueue(id: 2, packets: (12..<22).map { [UInt8($0)] }, from: 0, waiter: "second", tryFirst: false)
-        #expect(machine.pendingCount == 12)
-        #expect((0..<12).map { machine.packet(at: $0) } == (10..<22).map { [UInt8($0)] })
-        #expect(machine.removeNext() == nil)
-        #expect(machine.removeNext() == "first")
-        #expect(machine.packet(at: 0) == [12])
+        // Ten sends in and out first, so that the next ones wrap around the ring's 16 slots.
+        for id in 0..<10 { _ = machine.enqueue(id: UInt64(id), packet: [0], waiter: "early", tryFirst: false) }
+        for _ in 0..<10 { _ = machine.takeOne() }
+        let batch = (0..<12).map { [UInt8($0)] }
+        _ = machine.enqueue(id: 10, packets: .many(batch[...]), from: 2, waiter: "batch", tryFirst: false)
+        for id in 11..<21 {
+            _ = machine.enqueue(id: UInt64(id), packet: [UInt8(id + 1)], waiter: "single \(id)", tryFirst: false)
+        }
+        #expect(machine.pendingCount == 20)
+        let ahead = machine.readingAhead { next in (0..<20).map { _ in next() } }
+        #expect(ahead == (2..<22).map { [UInt8($0)] })
+
+        var finished: [String] = []
+        machine.removeSent(9) { finished.append($0) }
+        #expect(finished.isEmpty)
+        #expect(machine.nextPacket == [11])
+        machine.removeSent(3) { finished.append($0) }
+        #expect(finished == ["batch", "single 11", "single 12"])
+        #expect(machine.pendingCount == 8)
+        #expect(machine.nextPacket == [14])
+        let again = machine.readingAhead { next in (0..<8).map { _ in next() } }
+        #expect(again == (14..<22).map { [UInt8($0)] })
+
+        #expect(machine.cancel(id: 15) == "single 15")
+        #expect(machine.pendingCount == 7)
+        #expect(machine.removeNextSend() == "single 13")
+        #expect(machine.nextPacket == [15])
+    }
+}
+
+extension SendStateMachine {
+    /// The socket took one packet: the waiter of the send it finished, if it finished one.
+    fileprivate mutating func takeOne() -> Waiter? {
+        var finished: Waiter?
+        removeSent(1) { finished = $0 }
+        return finished
     }
 }

@@ -55,6 +55,8 @@ package final class ChannelCore: @unchecked Sendable {
     /// The batch the direct receiver's values of one handler run go out in; used on the loop only.
     private let deliveryBatch = DeliveryBatch()
     private let sending = Lock(SendStateMachine<SendWaiter>())
+    /// Where a `sendmmsg(2)` gathers its headers; used only on the sending lock.
+    private let gatherSpace = GatherSpace(capacity: ChannelCore.packetsPerCall)
     /// Whether ``closeSocket()`` has closed the descriptor: set, and the descriptor closed, under
     /// this lock, so that a caller from another thread (``withOpenSocket(_:)``) never uses the
     /// number once it may be someone else's.
@@ -249,56 +251,54 @@ package final class ChannelCore: @unchecked Sendable {
     /// At most how many packets one `sendmmsg(2)` carries.
     static let packetsPerCall = 32
 
-    /// Sends `count` packets, `packet(0)` first, with as few calls as the socket allows: `send(2)`
-    /// for a single packet, `sendmmsg(2)` for several (up to ``packetsPerCall`` a call), so that
-    /// a writer paced by the link pays one call per wake rather than a send that succeeds and one
-    /// that says `EAGAIN`. Returns how many the socket took and why it stopped: ``SendAttempt/sent``
-    /// if it took them all.
+    /// Sends `count` packets, each taken from `next()` in order, with as few calls as the socket
+    /// allows: `send(2)` for a single packet, `sendmmsg(2)` for several (up to ``packetsPerCall``
+    /// a call), so that a writer paced by the link pays one call per wake rather than a send that
+    /// succeeds and one that says `EAGAIN`. Returns how many the socket took and why it stopped:
+    /// ``SendAttempt/sent`` if it took them all. On the sending lock (it gathers into
+    /// `gatherSpace`).
     ///
     /// When `sendmmsg` takes some of its packets, it does not say why it stopped; this reports
     /// ``SendAttempt/wouldBlock``, and the next attempt, with the refused packet first, finds out
     /// (the socket's write readiness is level-triggered, so that attempt comes).
-    private func attemptSend(count: Int, packet: (Int) -> [UInt8]) -> (sent: Int, stop: SendAttempt) {
+    private func attemptSend(count: Int, next: () -> [UInt8]) -> (sent: Int, stop: SendAttempt) {
         var sent = 0
         while sent < count {
             let batch = min(count - sent, Self.packetsPerCall)
             guard batch > 1, let sendMessages = operations.sendMessages else {
-                let attempt = attemptSend(packet(sent))
+                let attempt = attemptSend(next())
                 guard case .sent = attempt else { return (sent, attempt) }
                 sent += 1
                 continue
             }
-            let (taken, stop) = withUnsafeTemporaryAllocation(of: able_mmsghdr.self, capacity: batch) { messages in
-                withUnsafeTemporaryAllocation(of: iovec.self, capacity: batch) { vectors in
-                    sendGathered(
-                        batch, first: sent, packet: packet, messages: messages, vectors: vectors, with: sendMessages)
-                }
-            }
+            let (taken, stop) = sendGathered(batch, next: next, with: sendMessages)
             sent += taken
             if let stop { return (sent, stop) }
         }
         return (sent, .sent)
     }
 
-    /// One `sendmmsg(2)` of `packet(first)` to `packet(first + count - 1)`: how many the socket took,
-    /// and why it stopped if not all.
+    /// One `sendmmsg(2)` of the next `count` packets: how many the socket took, and why it stopped
+    /// if not all.
     private func sendGathered(
-        _ count: Int, first: Int, packet: (Int) -> [UInt8], messages: UnsafeMutableBufferPointer<able_mmsghdr>,
-        vectors: UnsafeMutableBufferPointer<iovec>,
-        with sendMessages: SocketOperations.MessagesCall
+        _ count: Int, next: () -> [UInt8], with sendMessages: SocketOperations.MessagesCall
     ) -> (taken: Int, stop: SendAttempt?) {
+        let messages = gatherSpace.messages
+        let vectors = gatherSpace.vectors
         // Each packet's bytes stay valid while its closure runs, so the call is made innermost.
         func gather(_ index: Int) -> SyscallResult<Int> {
             guard index < count else {
                 return SocketOperations.retryingInterrupts {
-                    sendMessages(socket, messages, CInt(MSG_NOSIGNAL) | CInt(MSG_DONTWAIT))
+                    sendMessages(
+                        socket, UnsafeMutableBufferPointer(start: messages, count: count),
+                        CInt(MSG_NOSIGNAL) | CInt(MSG_DONTWAIT))
                 }
             }
-            return packet(first + index).withUnsafeBytes { bytes in
+            return next().withUnsafeBytes { bytes in
                 vectors[index] = iovec(
                     iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
                 var header = msghdr()
-                header.msg_iov = vectors.baseAddress! + index
+                header.msg_iov = vectors + index
                 header.msg_iovlen = 1
                 messages[index] = able_mmsghdr(msg_hdr: header, msg_len: 0)
                 return gather(index + 1)
@@ -318,7 +318,7 @@ package final class ChannelCore: @unchecked Sendable {
     /// Sends one SDU, waiting while the socket is full.
     func send(_ packet: [UInt8], isolation actor: isolated (any Actor)? = #isolation) async throws {
         try check(packet)
-        try await send(checked: CollectionOfOne(packet), isolation: actor)
+        try await send(checked: .one(packet), isolation: actor)
     }
 
     /// Sends `packets` in order, each as one SDU, waiting while the socket is full; the caller is
@@ -327,9 +327,17 @@ package final class ChannelCore: @unchecked Sendable {
     /// If it throws, the packets before the one that failed (or the first still queued when the
     /// task was cancelled) went into the socket, and none after it.
     func send(contentsOf packets: [[UInt8]], isolation actor: isolated (any Actor)? = #isolation) async throws {
+        try await send(contentsOf: packets[...], isolation: actor)
+    }
+
+    /// Sends the packets of a slice in order, as the array's form does; a waiting send keeps the
+    /// slice, not a copy of its packets.
+    func send(
+        contentsOf packets: ArraySlice<[UInt8]>, isolation actor: isolated (any Actor)? = #isolation
+    ) async throws {
         for packet in packets { try check(packet) }
         guard !packets.isEmpty else { return }
-        try await send(checked: packets, isolation: actor)
+        try await send(checked: .many(packets), isolation: actor)
     }
 
     /// Throws if `packet` can never be sent on this channel.
@@ -370,11 +378,12 @@ package final class ChannelCore: @unchecked Sendable {
 
     /// Puts `packets[start...]` into the socket while it takes them; on the sending lock.
     private func sendWhileRoom(
-        _ packets: some RandomAccessCollection<[UInt8]> & Sendable, from start: Int,
-        _ machine: inout SendStateMachine<SendWaiter>
+        _ packets: SendPackets, from start: Int, _ machine: inout SendStateMachine<SendWaiter>
     ) -> SendProgress {
-        let (sent, stop) = attemptSend(count: packets.count - start) { offset in
-            packets[packets.index(packets.startIndex, offsetBy: start + offset)]
+        var index = start
+        let (sent, stop) = attemptSend(count: packets.count - start) {
+            defer { index += 1 }
+            return packets[index]
         }
         switch stop {
         case .sent: return .sent
@@ -386,9 +395,7 @@ package final class ChannelCore: @unchecked Sendable {
         }
     }
 
-    private func send(
-        checked packets: some RandomAccessCollection<[UInt8]> & Sendable, isolation actor: isolated (any Actor)?
-    ) async throws {
+    private func send(checked packets: SendPackets, isolation actor: isolated (any Actor)?) async throws {
         let start = sending.withLock { machine -> SendStart in
             switch machine.start() {
             case .fail(let error): return .failed(error)
@@ -422,8 +429,7 @@ package final class ChannelCore: @unchecked Sendable {
     /// Queues a send's packets from `offset` on; with `tryFirst`, first tries the socket if the
     /// queue has emptied meanwhile.
     private func enqueue(
-        id: UInt64, packets: some RandomAccessCollection<[UInt8]> & Sendable, from offset: Int,
-        continuation: SendWaiter, tryFirst: Bool
+        id: UInt64, packets: SendPackets, from offset: Int, continuation: SendWaiter, tryFirst: Bool
     ) {
         let outcome = sending.withLock { machine -> EnqueueOutcome in
             // A cancellation that came before the send was queued found nothing to cancel.
@@ -465,10 +471,9 @@ package final class ChannelCore: @unchecked Sendable {
                 if machine.writerIdle() { watch.set(.write, false) }
             }
             while machine.pendingCount > 0 {
-                let (sent, stop) = attemptSend(count: machine.pendingCount) { machine.packet(at: $0) }
-                for _ in 0..<sent {
-                    if let waiter = machine.removeNext() { resumptions.append((waiter, nil)) }
-                }
+                let count = machine.pendingCount
+                let (sent, stop) = machine.readingAhead { next in attemptSend(count: count, next: next) }
+                machine.removeSent(sent) { resumptions.append(($0, nil)) }
                 switch stop {
                 case .sent:
                     continue
@@ -573,4 +578,22 @@ package final class ChannelCore: @unchecked Sendable {
 
     /// The most SDUs one run of the read handler has received.
     var longestReadRun: Int { longestReadRunStorage.load(ordering: .relaxed) }
+}
+
+/// The message headers and vectors of one `sendmmsg(2)`, allocated once per channel rather than
+/// per call (32 headers are over the 1,024 bytes that a temporary allocation always keeps on
+/// the stack).
+private final class GatherSpace: @unchecked Sendable {
+    let messages: UnsafeMutablePointer<able_mmsghdr>
+    let vectors: UnsafeMutablePointer<iovec>
+
+    init(capacity: Int) {
+        messages = .allocate(capacity: capacity)
+        vectors = .allocate(capacity: capacity)
+    }
+
+    deinit {
+        messages.deallocate()
+        vectors.deallocate()
+    }
 }

@@ -20,6 +20,12 @@ struct RingBuffer<Element> {
         return storage[(head + offset) % storage.count]!
     }
 
+    /// Changes the oldest element in place; the queue must not be empty.
+    mutating func updateFirst(_ update: (inout Element) -> Void) {
+        precondition(count > 0, "no first element to update in an empty queue")
+        update(&storage[head]!)
+    }
+
     mutating func append(_ element: Element) {
         if count == storage.count { grow() }
         storage[(head + count) % storage.count] = element

@@ -1,3 +1,24 @@
+/// The packets of one send: a single SDU, or several in order (an array's slice, not copied).
+enum SendPackets: Sendable {
+    case one([UInt8])
+    case many(ArraySlice<[UInt8]>)
+
+    var count: Int {
+        switch self {
+        case .one: 1
+        case .many(let packets): packets.count
+        }
+    }
+
+    /// The packet at `index`, counted from this send's first (`0`).
+    subscript(index: Int) -> [UInt8] {
+        switch self {
+        case .one(let packet): packet
+        case .many(let packets): packets[packets.startIndex + index]
+        }
+    }
+}
+
 /// The state of a channel's sending side: the sends waiting for the socket to take them, in order,
 /// whether the write source is paused, and the error that ended sending, if one did.
 ///
@@ -5,17 +26,20 @@
 /// socket full (`EAGAIN`) or others waiting joins the queue, which the write source drains in
 /// order when the socket becomes writable. So sends are never reordered, and nothing is dropped.
 ///
-/// A send may carry several packets (a batch): they queue one after another under the send's id,
-/// and only the last carries the waiter, so the sender is woken once, when the socket has taken
-/// them all, rather than once per packet.
+/// A send may carry several packets (a batch): it queues as one entry that holds them (an array's
+/// slice, not a copy per packet) and how many the socket has taken, and its sender is woken once,
+/// when the socket has taken them all, rather than once per packet.
 ///
 /// `Waiter` is what a suspended sender waits with (a continuation; a plain value in tests).
 struct SendStateMachine<Waiter> {
     struct Pending {
         var id: UInt64
-        var packet: [UInt8]
-        /// Set on a send's last packet only.
-        var waiter: Waiter?
+        var packets: SendPackets
+        /// How many of `packets` the socket has taken.
+        var taken: Int
+        var waiter: Waiter
+
+        var left: Int { packets.count - taken }
     }
 
     private var pending = RingBuffer<Pending>()
@@ -30,10 +54,10 @@ struct SendStateMachine<Waiter> {
     /// How many sends had to wait for the socket.
     private(set) var waitCount = 0
 
-    init() {}
-
     /// How many packets wait (a batch counts each of its packets).
-    var pendingCount: Int { pending.count }
+    private(set) var pendingCount = 0
+
+    init() {}
 
     enum StartAction {
         /// Nothing is queued: try the socket now.
@@ -60,30 +84,28 @@ struct SendStateMachine<Waiter> {
     enum EnqueueAction {
         /// Queued; if `resumeWriter`, resume the write source.
         case queued(resumeWriter: Bool)
-        /// Nothing is queued any more: try the socket now, then ``enqueue(id:packet:waiter:)`` on `EAGAIN`.
+        /// Nothing is queued any more: try the socket now, then enqueue again on `EAGAIN`.
         case sendNow
         /// Sending has ended.
         case fail(BluetoothError)
     }
 
-    /// A send that has to wait offers its packet; `tryFirst` lets it try the socket itself if the
-    /// queue has emptied since it started.
+    /// A send of one packet that has to wait offers it; `tryFirst` lets it try the socket itself
+    /// if the queue has emptied since it started.
     mutating func enqueue(id: UInt64, packet: [UInt8], waiter: Waiter, tryFirst: Bool) -> EnqueueAction {
-        enqueue(id: id, packets: CollectionOfOne(packet), from: 0, waiter: waiter, tryFirst: tryFirst)
+        enqueue(id: id, packets: .one(packet), from: 0, waiter: waiter, tryFirst: tryFirst)
     }
 
-    /// A send of several packets that has to wait offers those the socket has not taken yet, from
-    /// `offset` on (at least one), in order; `waiter` is resumed once they have all gone.
+    /// A send that has to wait offers the packets the socket has not taken yet, from `offset` on
+    /// (at least one), in order; `waiter` is resumed once they have all gone.
     mutating func enqueue(
-        id: UInt64, packets: some RandomAccessCollection<[UInt8]> & Sendable, from offset: Int, waiter: Waiter,
-        tryFirst: Bool
+        id: UInt64, packets: SendPackets, from offset: Int, waiter: Waiter, tryFirst: Bool
     ) -> EnqueueAction {
         if let failure { return .fail(failure) }
         if tryFirst && pending.isEmpty { return .sendNow }
-        let last = packets.count - 1
-        for (index, packet) in packets.enumerated() where index >= offset {
-            pending.append(Pending(id: id, packet: packet, waiter: index == last ? waiter : nil))
-        }
+        precondition(offset < packets.count, "a send queued with nothing left to send")
+        pending.append(Pending(id: id, packets: packets, taken: offset, waiter: waiter))
+        pendingCount += packets.count - offset
         waitCount += 1
         guard isWriterPaused else { return .queued(resumeWriter: false) }
         isWriterPaused = false
@@ -91,22 +113,52 @@ struct SendStateMachine<Waiter> {
     }
 
     /// The packet the write source should send next.
-    var nextPacket: [UInt8]? { pending.first?.packet }
+    var nextPacket: [UInt8]? {
+        pending.first.map { $0.packets[$0.taken] }
+    }
 
-    /// The queued packet `offset` places after ``nextPacket`` (`0` is ``nextPacket``), for sending
-    /// several at once; `offset` must be less than ``pendingCount``.
-    func packet(at offset: Int) -> [UInt8] { pending[offset: offset].packet }
+    /// Calls `body` with a function that returns the queued packets one after another, from
+    /// ``nextPacket`` on, for one or more `sendmmsg(2)` calls; `body` may take at most
+    /// ``pendingCount`` of them. Reading takes nothing off the queue: ``removeSent(_:finished:)``
+    /// does, once the socket has said how many it took.
+    func readingAhead<Result>(_ body: (_ next: () -> [UInt8]) -> Result) -> Result {
+        var entryOffset = 0
+        var entry = pending.first
+        var index = entry?.taken ?? 0
+        return body {
+            while index == entry!.packets.count {
+                entryOffset += 1
+                entry = pending[offset: entryOffset]
+                index = entry!.taken
+            }
+            defer { index += 1 }
+            return entry!.packets[index]
+        }
+    }
 
-    /// The socket took the packet from ``nextPacket``: its send's waiter if it was that send's last.
-    mutating func removeNext() -> Waiter? {
-        pending.popFirst()?.waiter
+    /// The socket took the next `count` packets: calls `finished` with the waiter of each send it
+    /// finished, in order.
+    mutating func removeSent(_ count: Int, finished: (Waiter) -> Void) {
+        precondition(count <= pendingCount, "the socket took \(count) of \(pendingCount) queued packets")
+        pendingCount -= count
+        var count = count
+        while count > 0 {
+            let left = pending.first!.left
+            guard count >= left else {
+                pending.updateFirst { $0.taken += count }
+                return
+            }
+            count -= left
+            finished(pending.popFirst()!.waiter)
+        }
     }
 
     /// The socket refused the packet from ``nextPacket`` (that packet only): its send ends, with the
     /// packets of it still queued. Returns the send's waiter.
     mutating func removeNextSend() -> Waiter? {
-        guard let id = pending.first?.id else { return nil }
-        return cancel(id: id)
+        guard let first = pending.popFirst() else { return nil }
+        pendingCount -= first.left
+        return first.waiter
     }
 
     /// The write source found the queue empty: whether to pause it.
@@ -119,7 +171,9 @@ struct SendStateMachine<Waiter> {
     /// A waiting send was cancelled: its waiter, if the socket had not taken all of it yet. Its
     /// packets still queued are dropped; those the socket took are gone.
     mutating func cancel(id: UInt64) -> Waiter? {
-        pending.removeAll { $0.id == id }.last?.waiter
+        guard let cancelled = pending.removeFirst(where: { $0.id == id }) else { return nil }
+        pendingCount -= cancelled.left
+        return cancelled.waiter
     }
 
     /// Sending ends with `error` (the first error is kept if sending had already ended).
@@ -127,6 +181,7 @@ struct SendStateMachine<Waiter> {
     /// - Returns: The waiting senders, to resume with ``failure``.
     mutating func fail(_ error: BluetoothError) -> [Waiter] {
         if failure == nil { failure = error }
-        return pending.removeAll().compactMap(\.waiter)
+        pendingCount = 0
+        return pending.removeAll().map(\.waiter)
     }
 }
