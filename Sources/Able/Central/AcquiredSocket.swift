@@ -59,8 +59,9 @@ package final class AcquiredSocket: Sendable {
     ///     straight from the socket's read handler: no task and no buffer in between, and the values of one
     ///     run of the handler (every message that was ready) go out as one `DeliveryBatch`, so a
     ///     stream's consumer is woken once for them. It must not block. `nil` for a write socket,
-    ///     whose peer sends nothing.
-    ///   - onEnd: Called once when the socket ends, from either side (after the last value).
+    ///     whose peer sends nothing (what it might send is dropped).
+    ///   - onEnd: Called once when the socket ends, from either side (after the last value), on the
+    ///     sockets' event loop. It must not block.
     package init(
         socket: CInt, attMTU: Int, onValue: (@Sendable ([UInt8]) -> Void)? = nil,
         onEnd: @escaping @Sendable () -> Void = {}
@@ -69,16 +70,16 @@ package final class AcquiredSocket: Sendable {
         let channel: L2CAPChannel
         do {
             // A value is at most 512 bytes; the receive buffer takes any message a peer sends.
+            // A write socket's peer sends nothing; what it might send is dropped. Either way the
+            // end is seen on the loop, with no task watching the socket.
             channel = try L2CAPChannel.wrapping(
                 socket: socket, sendMTU: max(min(attMTU - 3, Self.maximumAttributeValueLength), 1), receiveMTU: 2048,
-                directReceiver: onValue.map { onValue in
-                    ChannelCore.DirectReceiver(
-                        packet: onValue,
-                        end: { _ in
-                            ended.withLock { $0 = true }
-                            onEnd()
-                        })
-                })
+                directReceiver: ChannelCore.DirectReceiver(
+                    packet: onValue ?? { _ in },
+                    end: { _ in
+                        ended.withLock { $0 = true }
+                        onEnd()
+                    }))
         } catch {
             _ = SocketOperations.system.close(socket)
             throw error
@@ -86,17 +87,6 @@ package final class AcquiredSocket: Sendable {
         self.channel = channel
         self.attMTU = attMTU
         self.ended = ended
-        guard onValue == nil else { return }
-        // A write socket's peer sends nothing: its packet stream only tells when the socket ends,
-        // from one task for the socket's life.
-        let packets = channel.packets
-        Task {
-            do {
-                for try await _ in packets {}
-            } catch {}
-            ended.withLock { $0 = true }
-            onEnd()
-        }
     }
 
     /// Sends one value as one message, waiting while the socket is full; see ``L2CAPChannel/send(_:)``.
