@@ -122,17 +122,17 @@ struct SendStateMachine<Waiter> {
     /// ``pendingCount`` of them. Reading takes nothing off the queue: ``removeSent(_:finished:)``
     /// does, once the socket has said how many it took.
     func readingAhead<Result>(_ body: (_ next: () -> [UInt8]) -> Result) -> Result {
+        guard var entry = pending.first else { return body { preconditionFailure("no packet is queued") } }
         var entryOffset = 0
-        var entry = pending.first
-        var index = entry?.taken ?? 0
+        var index = entry.taken
         return body {
-            while index == entry!.packets.count {
+            while index == entry.packets.count {
                 entryOffset += 1
                 entry = pending[offset: entryOffset]
-                index = entry!.taken
+                index = entry.taken
             }
             defer { index += 1 }
-            return entry!.packets[index]
+            return entry.packets[index]
         }
     }
 
