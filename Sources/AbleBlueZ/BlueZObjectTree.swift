@@ -57,6 +57,17 @@ final class BlueZObjectTree: Sendable {
         /// Why each device's last link ended, as BlueZ 5.83 and later announce it (reason name and
         /// message), until the device connects again or goes away.
         var disconnections: [DBusObjectPath: (reason: String, message: String)] = [:]
+        /// Counts the changes that can change a device's GATT database: a GATT attribute's
+        /// interface added or removed, or one of its properties other than the volatile ones
+        /// (``volatileGATTProperties``) changed.
+        var gattVersion: UInt64 = 0
+        /// The GATT database of each device that was looked up since the last such change.
+        var gattDatabases: [DBusObjectPath: [GATTService]] = [:]
+
+        /// The properties of GATT attributes that change while the database stays the same.
+        static let volatileGATTProperties: Set<String> = [
+            "Value", "Notifying", "NotifyAcquired", "WriteAcquired", "MTU",
+        ]
 
         /// Notes a read about to be sent; returns the ``sequence`` its reply is to be applied after.
         mutating func beginRead() -> UInt64 {
@@ -77,6 +88,7 @@ final class BlueZObjectTree: Sendable {
             case .interfacesAdded(let path, let interfaces):
                 objects[path, default: [:]].merge(interfaces) { $1 }
                 for (interface, properties) in interfaces { noteSet(properties.keys, of: interface, at: path) }
+                if interfaces.keys.contains(where: Self.isGATT) { gattChanged() }
             case .interfacesRemoved(let path, let names):
                 if readsInFlight > 0 {
                     for name in names { removedDuringReads[path, default: [:]][name] = sequence }
@@ -86,6 +98,7 @@ final class BlueZObjectTree: Sendable {
                 for name in names { object[name] = nil }
                 objects[path] = object.isEmpty ? nil : object
                 if object.isEmpty { lastSet[path] = nil }
+                if names.contains(where: Self.isGATT) { gattChanged() }
             case .propertiesChanged(let path, let interface, let changed, let invalidated):
                 guard objects[path]?[interface] != nil else { return false }
                 if interface == "org.bluez.Device1", (try? changed.decode("Connected", as: Bool.self)) == true {
@@ -95,6 +108,12 @@ final class BlueZObjectTree: Sendable {
                 for name in invalidated { objects[path]![interface]![name] = nil }
                 noteSet(changed.keys, of: interface, at: path)
                 noteSet(invalidated, of: interface, at: path)
+                if Self.isGATT(interface),
+                    !changed.keys.allSatisfy(Self.volatileGATTProperties.contains)
+                        || !invalidated.allSatisfy(Self.volatileGATTProperties.contains)
+                {
+                    gattChanged()
+                }
             case .deviceDisconnected(let path, let reason, let message):
                 guard objects[path]?["org.bluez.Device1"] != nil else { return false }
                 disconnections[path] = (reason, message)
@@ -136,6 +155,14 @@ final class BlueZObjectTree: Sendable {
                 if apply(change) { applied.append(change) }
             }
             return applied
+        }
+
+        private static func isGATT(_ interface: String) -> Bool { interface.hasPrefix("org.bluez.Gatt") }
+
+        /// Forgets the GATT databases built before a change that may have changed them.
+        private mutating func gattChanged() {
+            gattVersion &+= 1
+            gattDatabases.removeAll()
         }
 
         private mutating func noteSet(_ names: some Sequence<String>, of interface: String, at path: DBusObjectPath) {
@@ -240,6 +267,23 @@ final class BlueZObjectTree: Sendable {
 
     /// Every object now.
     var objects: [DBusObjectPath: Interfaces] { state.withLock { $0.objects } }
+
+    /// The GATT database of the device at `device`, as `build` makes it from the objects: built
+    /// once after each change of the tree's GATT attributes, and kept until the next, so that
+    /// looking an attribute up does not walk every object BlueZ exports (a scan's devices
+    /// among them) each time.
+    func gattDatabase(
+        of device: DBusObjectPath, build: ([DBusObjectPath: Interfaces]) -> [GATTService]
+    ) -> [GATTService] {
+        let (version, built, objects) = state.withLock { state in
+            (state.gattVersion, state.gattDatabases[device], state.objects)
+        }
+        if let built { return built }
+        let database = build(objects)
+        // Kept only if no change came meanwhile: a database built from older objects would stay.
+        state.withLock { if $0.gattVersion == version { $0.gattDatabases[device] = database } }
+        return database
+    }
 
     /// The interfaces of one object now, or `nil` when it does not exist.
     func interfaces(at path: DBusObjectPath) -> Interfaces? { state.withLock { $0.objects[path] } }

@@ -126,45 +126,61 @@ struct BlueZPeripheralBackend: PeripheralBackend {
 
     func services() throws -> [GATTService] {
         guard isConnected else { throw BluetoothError(.notConnected, message: "\(address) is not connected") }
-        let objects = system.tree.objects
-        func children(_ interface: String, of parent: DBusObjectPath, via link: String) -> [(
-            DBusObjectPath, [String: DBusVariant]
-        )] {
-            objects.compactMap { path, interfaces in
-                guard let properties = interfaces[interface],
-                    (try? properties.decode(link, as: DBusObjectPath.self)) == parent
-                else { return nil }
-                return (path, properties)
-            }.sorted { $0.0 < $1.0 }
+        return system.tree.gattDatabase(of: path) { Self.gattDatabase(of: path, in: $0) }
+    }
+
+    /// The GATT database of the device at `device`, built from BlueZ's objects in one pass: each
+    /// attribute's object names its parent's (a service its `Device`, a characteristic its
+    /// `Service`, a descriptor its `Characteristic`). Each level comes in the order of the
+    /// objects' paths, which BlueZ names after the attributes' handles.
+    static func gattDatabase(
+        of device: DBusObjectPath, in objects: [DBusObjectPath: BlueZObjectTree.Interfaces]
+    ) -> [GATTService] {
+        typealias Object = (path: DBusObjectPath, properties: [String: DBusVariant])
+        var services: [Object] = []
+        var characteristics: [DBusObjectPath: [Object]] = [:]
+        var descriptors: [DBusObjectPath: [Object]] = [:]
+        func parent(_ properties: [String: DBusVariant], _ link: String) -> DBusObjectPath? {
+            try? properties.decode(link, as: DBusObjectPath.self)
         }
+        for (object, interfaces) in objects {
+            if let properties = interfaces[service], parent(properties, "Device") == device {
+                services.append((object, properties))
+            }
+            if let properties = interfaces[characteristic], let service = parent(properties, "Service") {
+                characteristics[service, default: []].append((object, properties))
+            }
+            if let properties = interfaces[descriptor], let characteristic = parent(properties, "Characteristic") {
+                descriptors[characteristic, default: []].append((object, properties))
+            }
+        }
+        func sorted(_ objects: [Object]?) -> [Object] { (objects ?? []).sorted { $0.path < $1.path } }
         func id(_ object: DBusObjectPath) -> RemoteAttributeID {
             // Only an object BlueZ named otherwise lacks one; its operations then say it is gone.
-            RemoteAttributeID(path: object, device: path) ?? RemoteAttributeID([])
+            RemoteAttributeID(path: object, device: device) ?? RemoteAttributeID([])
         }
         func uuid(_ properties: [String: DBusVariant]) -> BluetoothUUID? {
             (try? properties.decode("UUID", as: String.self)).flatMap(BluetoothUUID.init)
         }
-        return children(Self.service, of: path, via: "Device").compactMap { servicePath, serviceProperties in
-            guard let serviceUUID = uuid(serviceProperties) else { return nil }
-            let characteristics = children(Self.characteristic, of: servicePath, via: "Service").compactMap {
-                characteristicPath, properties -> GATTCharacteristic? in
-                guard let characteristicUUID = uuid(properties) else { return nil }
-                let descriptors = children(Self.descriptor, of: characteristicPath, via: "Characteristic").compactMap {
-                    descriptorPath, properties -> GATTDescriptor? in
-                    uuid(properties).map {
-                        GATTDescriptor(
-                            uuid: $0, characteristicUUID: characteristicUUID, id: id(descriptorPath))
+        return sorted(services).compactMap { service in
+            guard let serviceUUID = uuid(service.properties) else { return nil }
+            let characteristics = sorted(characteristics[service.path]).compactMap {
+                characteristic -> GATTCharacteristic? in
+                guard let characteristicUUID = uuid(characteristic.properties) else { return nil }
+                let descriptors = sorted(descriptors[characteristic.path]).compactMap { descriptor in
+                    uuid(descriptor.properties).map {
+                        GATTDescriptor(uuid: $0, characteristicUUID: characteristicUUID, id: id(descriptor.path))
                     }
                 }
-                let flags = (try? properties.decode("Flags", as: [String].self)) ?? []
+                let flags = (try? characteristic.properties.decode("Flags", as: [String].self)) ?? []
                 return GATTCharacteristic(
                     uuid: characteristicUUID, serviceUUID: serviceUUID,
                     properties: CharacteristicProperties(bluezFlags: flags), descriptors: descriptors,
-                    id: id(characteristicPath))
+                    id: id(characteristic.path))
             }
             return GATTService(
-                uuid: serviceUUID, isPrimary: (try? serviceProperties.decode("Primary", as: Bool.self)) ?? true,
-                characteristics: characteristics, id: id(servicePath))
+                uuid: serviceUUID, isPrimary: (try? service.properties.decode("Primary", as: Bool.self)) ?? true,
+                characteristics: characteristics, id: id(service.path))
         }
     }
 

@@ -4,7 +4,7 @@ package enum Hex {
     ///
     /// - Parameter character: A UTF-8 code unit.
     /// - Returns: The digit's value in `0...15`, or `nil` if `character` is not a hex digit.
-    package static func value(of character: UInt8) -> UInt8? {
+    @inlinable package static func value(of character: UInt8) -> UInt8? {
         switch character {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): character - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): character - UInt8(ascii: "a") + 10
@@ -17,7 +17,10 @@ package enum Hex {
     ///
     /// - Parameter digits: UTF-8 code units; the caller bounds their count to what fits `Value`.
     /// - Returns: The value, or `nil` if `digits` is empty or holds anything but hex digits.
-    package static func parse<Value: FixedWidthInteger & UnsignedInteger>(
+    ///
+    /// Inlinable, so that other modules get it specialized for their integer and collection:
+    /// unspecialized, each digit's conversion goes through the runtime's dynamic casts.
+    @inlinable package static func parse<Value: FixedWidthInteger & UnsignedInteger>(
         _ digits: some Collection<UInt8>,
         as _: Value.Type = Value.self
     ) -> Value? {
