@@ -51,11 +51,22 @@ public actor Peripheral {
     private let queue = FIFOLock()
     /// The characteristics (service and characteristic UUID) looked up so far, to tell one a
     /// service change removed from one the peripheral never had.
-    private var used: Set<[BluetoothUUID]> = []
+    private var used: Set<CharacteristicKey> = []
     /// The write sockets that writes without response have used, by service and characteristic
     /// UUID: a write that finds its socket here open goes straight into it from the caller's
     /// thread, without entering the actor or looking the characteristic up again.
-    private nonisolated let writeSockets = Lock<[[BluetoothUUID]: WriteSocketEntry]>([:])
+    private nonisolated let writeSockets = Lock<[CharacteristicKey: WriteSocketEntry]>([:])
+
+    /// A characteristic by its service's UUID and its own: a key that allocates nothing.
+    private struct CharacteristicKey: Hashable {
+        let service: BluetoothUUID
+        let characteristic: BluetoothUUID
+
+        init(_ identifier: some CharacteristicIdentifier) {
+            service = identifier.service.uuid
+            characteristic = identifier.uuid
+        }
+    }
 
     private struct WriteSocketEntry: Sendable {
         let socket: AcquiredSocket
@@ -191,26 +202,26 @@ public actor Peripheral {
     ///   that service. Either message names the characteristic and its service.
     public func characteristic(_ identifier: some CharacteristicIdentifier) throws -> GATTCharacteristic {
         let services = try backend.services()
-        let serviceUUID = identifier.service.uuid
-        let key = [serviceUUID, identifier.uuid]
+        // Each UUID once: an identifier spelled as text parses it on every access.
+        let key = CharacteristicKey(identifier)
+        let (serviceUUID, uuid) = (key.service, key.characteristic)
         guard
             let characteristic = services.first(where: { $0.uuid == serviceUUID })?.characteristics.first(where: {
-                $0.uuid == identifier.uuid
+                $0.uuid == uuid
             })
         else {
             if used.contains(key) {
                 throw BluetoothError(
                     .attributeRemoved,
-                    message: "characteristic \(identifier.uuid) of service \(serviceUUID) is gone: \(address) "
+                    message: "characteristic \(uuid) of service \(serviceUUID) is gone: \(address) "
                         + "changed its services")
             }
             guard services.contains(where: { $0.uuid == serviceUUID }) else {
                 throw BluetoothError(
                     .doesNotExist,
-                    message: "\(address) has no service \(serviceUUID) (for characteristic \(identifier.uuid))")
+                    message: "\(address) has no service \(serviceUUID) (for characteristic \(uuid))")
             }
-            throw BluetoothError(
-                .doesNotExist, message: "service \(serviceUUID) has no characteristic \(identifier.uuid)")
+            throw BluetoothError(.doesNotExist, message: "service \(serviceUUID) has no characteristic \(uuid)")
         }
         used.insert(key)
         return characteristic
@@ -219,8 +230,9 @@ public actor Peripheral {
     /// The discovered descriptor a typed identifier names.
     public func descriptor(_ identifier: some DescriptorIdentifier) throws -> GATTDescriptor {
         let characteristic = try characteristic(identifier.characteristic)
-        guard let descriptor = characteristic.descriptors.first(where: { $0.uuid == identifier.uuid }) else {
-            throw BluetoothError(.doesNotExist, message: "\(characteristic) has no descriptor \(identifier.uuid)")
+        let uuid = identifier.uuid
+        guard let descriptor = characteristic.descriptors.first(where: { $0.uuid == uuid }) else {
+            throw BluetoothError(.doesNotExist, message: "\(characteristic) has no descriptor \(uuid)")
         }
         return descriptor
     }
@@ -285,7 +297,7 @@ public actor Peripheral {
 
     /// The open write socket a write without response to `identifier` used before, if any.
     private nonisolated func openWriteSocket(for identifier: some CharacteristicIdentifier) -> WriteSocketEntry? {
-        let key = [identifier.service.uuid, identifier.uuid]
+        let key = CharacteristicKey(identifier)
         guard let entry = writeSockets.withLock({ $0[key] }) else { return nil }
         guard entry.socket.acceptsWrites else {
             writeSockets.withLock { if $0[key]?.socket === entry.socket { $0[key] = nil } }
@@ -306,7 +318,7 @@ public actor Peripheral {
         }
         if type == .withoutResponse, let socket = try await backend.writeSocket(for: characteristic) {
             writeSockets.withLock {
-                $0[[identifier.service.uuid, identifier.uuid]] = WriteSocketEntry(
+                $0[CharacteristicKey(identifier)] = WriteSocketEntry(
                     socket: socket, characteristic: characteristic)
             }
             try await Self.send(value, into: socket, of: characteristic)

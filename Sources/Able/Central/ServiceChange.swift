@@ -31,8 +31,9 @@ public struct ServiceChange: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the peripheral serves `identifier` after the change.
     public func contains(_ identifier: some CharacteristicIdentifier) -> Bool {
-        services.contains { service in
-            service.uuid == identifier.service.uuid && service.characteristics.contains { $0.uuid == identifier.uuid }
+        let (serviceUUID, uuid) = (identifier.service.uuid, identifier.uuid)
+        return services.contains { service in
+            service.uuid == serviceUUID && service.characteristics.contains { $0.uuid == uuid }
         }
     }
 

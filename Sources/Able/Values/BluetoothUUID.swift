@@ -57,22 +57,30 @@ public struct BluetoothUUID: Hashable, Comparable, Sendable {
     /// - Parameter string: The text to parse.
     /// - Returns: `nil` if `string` is in none of the three forms.
     public init?(_ string: some StringProtocol) {
-        let utf8 = Array(string.utf8)
-        switch utf8.count {
-        case 4:
-            guard let value = Hex.parse(utf8, as: UInt16.self) else { return nil }
-            self.init(uuid16: value)
-        case 8:
-            guard let value = Hex.parse(utf8, as: UInt32.self) else { return nil }
-            self.init(uuid32: value)
-        case 36:
-            let dashes = [8, 13, 18, 23]
-            guard dashes.allSatisfy({ utf8[$0] == UInt8(ascii: "-") }) else { return nil }
-            let digits = utf8.enumerated().filter { !dashes.contains($0.offset) }.map(\.element)
-            guard let value = Hex.parse(digits, as: UInt128.self) else { return nil }
-            self.init(uuid128: value)
-        default:
-            return nil
+        // One pass over the text, allocating nothing: identifiers spelled as text (string-backed
+        // enums) are parsed on every operation that names them.
+        var value: UInt128 = 0
+        var length = 0
+        var dashes = 0
+        for character in string.utf8 {
+            length += 1
+            guard length <= 36 else { return nil }
+            if character == UInt8(ascii: "-") {
+                // Only where the 8-4-4-4-12 form has them.
+                switch length {
+                case 9, 14, 19, 24: dashes += 1
+                default: return nil
+                }
+                continue
+            }
+            guard let digit = Hex.value(of: character) else { return nil }
+            value = value << 4 | UInt128(digit)
+        }
+        switch (length, dashes) {
+        case (4, 0): self.init(uuid16: UInt16(value))
+        case (8, 0): self.init(uuid32: UInt32(value))
+        case (36, 4): self.init(uuid128: value)
+        default: return nil
         }
     }
 
