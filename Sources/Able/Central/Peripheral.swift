@@ -57,17 +57,6 @@ public actor Peripheral {
     /// thread, without entering the actor or looking the characteristic up again.
     private nonisolated let writeSockets = Lock<[CharacteristicKey: WriteSocketEntry]>([:])
 
-    /// A characteristic by its service's UUID and its own: a key that allocates nothing.
-    private struct CharacteristicKey: Hashable {
-        let service: BluetoothUUID
-        let characteristic: BluetoothUUID
-
-        init(_ identifier: some CharacteristicIdentifier) {
-            service = identifier.service.uuid
-            characteristic = identifier.uuid
-        }
-    }
-
     private struct WriteSocketEntry: Sendable {
         let socket: AcquiredSocket
         let characteristic: GATTCharacteristic
@@ -202,7 +191,6 @@ public actor Peripheral {
     ///   that service. Either message names the characteristic and its service.
     public func characteristic(_ identifier: some CharacteristicIdentifier) throws -> GATTCharacteristic {
         let services = try backend.services()
-        // Each UUID once: an identifier spelled as text parses it on every access.
         let key = CharacteristicKey(identifier)
         let (serviceUUID, uuid) = (key.service, key.characteristic)
         guard

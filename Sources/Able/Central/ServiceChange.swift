@@ -31,9 +31,9 @@ public struct ServiceChange: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the peripheral serves `identifier` after the change.
     public func contains(_ identifier: some CharacteristicIdentifier) -> Bool {
-        let (serviceUUID, uuid) = (identifier.service.uuid, identifier.uuid)
+        let key = CharacteristicKey(identifier)
         return services.contains { service in
-            service.uuid == serviceUUID && service.characteristics.contains { $0.uuid == uuid }
+            service.uuid == key.service && service.characteristics.contains { $0.uuid == key.characteristic }
         }
     }
 
@@ -43,9 +43,28 @@ public struct ServiceChange: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+/// A characteristic by its service's UUID and its own: what stays the same when a database is
+/// rebuilt, and what an identifier names. A key that allocates nothing.
+struct CharacteristicKey: Hashable {
+    let service: BluetoothUUID
+    let characteristic: BluetoothUUID
+
+    /// The key of what `identifier` names; each of its UUIDs is read once (an identifier spelled
+    /// as text parses it on every access).
+    init(_ identifier: some CharacteristicIdentifier) {
+        service = identifier.service.uuid
+        characteristic = identifier.uuid
+    }
+
+    init(service: BluetoothUUID, characteristic: BluetoothUUID) {
+        self.service = service
+        self.characteristic = characteristic
+    }
+}
+
 extension GATTCharacteristic {
     /// The service and characteristic UUIDs: what stays the same when a database is rebuilt.
-    var key: [BluetoothUUID] { [serviceUUID, uuid] }
+    var key: CharacteristicKey { CharacteristicKey(service: serviceUUID, characteristic: uuid) }
 
     /// The error for an operation on this characteristic after it left the database.
     package func removedError(of address: BluetoothAddress, cause: (any Error)? = nil) -> BluetoothError {
