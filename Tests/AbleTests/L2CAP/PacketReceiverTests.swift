@@ -94,6 +94,77 @@ struct PacketReceiverTests {
         }
     }
 
+    @Test(
+        "SDUs that come one at a time are taken with single recv calls, each answering would-block next without a call; recvmmsg comes back after 64"
+    )
+    func valuesOneAtATime() throws {
+        let injection = FaultInjection()
+        let (receiver, sender, socket) = try Self.receiver(holding: [], receiveMTU: 100, injection: injection)
+        defer {
+            close(sender)
+            close(socket)
+        }
+        func send(_ indices: Range<Int>) {
+            for index in indices {
+                _ = Self.packet(index).withUnsafeBytes { Glibc.send(sender, $0.baseAddress, $0.count, 0) }
+            }
+        }
+        func expectOneAtATime(_ indices: Range<Int>, sourceLocation: SourceLocation = #_sourceLocation) {
+            for index in indices {
+                Self.expectSDUs([Self.packet(index)], from: receiver, sourceLocation: sourceLocation)
+                let calls = injection.receiveCalls
+                guard case .wouldBlock = receiver.receive() else {
+                    Issue.record("no would-block after SDU \(index)", sourceLocation: sourceLocation)
+                    return
+                }
+                #expect(
+                    injection.receiveCalls == calls, "asked the socket after SDU \(index)",
+                    sourceLocation: sourceLocation)
+            }
+        }
+        // Four recvmmsg calls that each bring one SDU.
+        for index in 0..<PacketReceiver.loneBatchesBeforeSingles {
+            send(index..<index + 1)
+            expectOneAtATime(index..<index + 1)
+        }
+        #expect(injection.receiveMessagesCalls == 4)
+        #expect(injection.receiveCalls == 4)
+
+        // Then single recv calls, also for SDUs that arrive together (each is one more call).
+        let singles = PacketReceiver.singleReceivesPerProbe
+        for index in 4..<singles {
+            send(index..<index + 1)
+            expectOneAtATime(index..<index + 1)
+        }
+        send(singles..<singles + 4)
+        expectOneAtATime(singles..<singles + 4)
+        #expect(injection.receiveMessagesCalls == 4)
+        #expect(injection.receiveCalls == 4 + singles)
+
+        // After 64 single calls, recvmmsg again: a burst comes in one call.
+        send(singles + 4..<singles + 7)
+        Self.expectSDUs((singles + 4..<singles + 7).map(Self.packet), from: receiver)
+        #expect(injection.receiveMessagesCalls == 5)
+        #expect(injection.receiveCalls == 5 + singles)
+        guard case .wouldBlock = receiver.receive() else {
+            Issue.record("a drained socket did not answer would-block")
+            return
+        }
+        #expect(injection.receiveCalls == 5 + singles)
+
+        // The end reaches a receiver that takes SDUs one at a time, too.
+        for index in 0..<PacketReceiver.loneBatchesBeforeSingles {
+            send(index..<index + 1)
+            expectOneAtATime(index..<index + 1)
+        }
+        shutdown(sender, CInt(SHUT_WR))
+        guard case .end(nil) = receiver.receive() else {
+            Issue.record("the peer's close was not the end")
+            return
+        }
+        #expect(injection.receiveMessagesCalls == 9)
+    }
+
     @Test("An SDU over the receive MTU in a batch ends the stream after the SDUs before it")
     func oversizedSDUInABatch() throws {
         let injection = FaultInjection()

@@ -28,6 +28,7 @@ final class FaultInjection: Sendable {
         var sendCalls = 0
         var sendMessagesCalls = 0
         var receiveCalls = 0
+        var receiveMessagesCalls = 0
     }
 
     private let state = Lock(State())
@@ -56,6 +57,9 @@ final class FaultInjection: Sendable {
 
     /// How many times `receive` was called.
     var receiveCalls: Int { state.withLock { $0.receiveCalls } }
+
+    /// How many of those were `receiveMessages` (`recvmmsg`) calls.
+    var receiveMessagesCalls: Int { state.withLock { $0.receiveMessagesCalls } }
 
     /// Faults still queued.
     var pendingFaults: Int {
@@ -103,6 +107,7 @@ final class FaultInjection: Sendable {
         operations.receiveMessages = { socket, messages, flags in
             let fault = self.state.withLock { state -> Fault? in
                 state.receiveCalls += 1
+                state.receiveMessagesCalls += 1
                 return state.receiveFaults.isEmpty ? nil : state.receiveFaults.removeFirst()
             }
             switch fault {
