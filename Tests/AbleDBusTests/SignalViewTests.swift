@@ -38,6 +38,8 @@ struct SignalViewTests {
                         reading.change = try view.changedByteArray(named: "Value", of: "org.example.Characteristic")
                             .map { Change(bytes: $0.bytes, isOnlyChange: $0.isOnlyChange) }
                     } catch {
+                        // A malformed signal is an invalid-arguments error, made only when thrown.
+                        #expect((error as? DBusError)?.name == .invalidArgs)
                         reading.failed = true
                     }
                     readings.withLock { $0.append(reading) }

@@ -51,9 +51,11 @@ package struct DBusMethodCallView {
         _ visit: (_ key: UnsafePointer<CChar>, _ value: inout DBusVariantReader) throws(DBusError) -> Void
     ) throws(DBusError) {
         var dictionary = try argument(index)
-        let malformed = DBusError(.invalidArgs, "\(member): argument \(index) is not a{sv}")
+        // Made only when thrown: the message's text costs an allocation, and this runs for every
+        // GATT request's options.
+        func malformed() -> DBusError { DBusError(.invalidArgs, "\(member): argument \(index) is not a{sv}") }
         var isEmpty = true
-        _ = try DBusVariantReader.forEachEntry(of: &dictionary, malformed: malformed) {
+        _ = try DBusVariantReader.forEachEntry(of: &dictionary, malformed: malformed()) {
             (key, value) throws(DBusError) in
             isEmpty = false
             // A variant in a variant is read as its innermost value, as `unwrappingVariant` reads it.
@@ -66,7 +68,7 @@ package struct DBusMethodCallView {
             return true
         }
         // An empty dictionary has no entry to check: its type is in the signature.
-        guard !isEmpty || isStringVariantDictionary(index) else { throw malformed }
+        guard !isEmpty || isStringVariantDictionary(index) else { throw malformed() }
     }
 
     /// Argument `index`, a byte array (`ay`).
@@ -166,26 +168,26 @@ package struct DBusVariantReader {
     /// Walks the `a{sv}` that `dictionary` is at, handing `visit` each entry's key and a reader of
     /// its variant's value, while `visit` returns `true`. Returns whether it visited them all.
     ///
-    /// - Throws: `malformed` when `dictionary` is not at an `a{sv}` (an empty dictionary's key
-    ///   and value types are not checked), or what `visit` throws.
+    /// - Throws: `malformed` (evaluated only then) when `dictionary` is not at an `a{sv}` (an
+    ///   empty dictionary's key and value types are not checked), or what `visit` throws.
     static func forEachEntry(
-        of dictionary: inout DBusMessageIter, malformed: DBusError,
+        of dictionary: inout DBusMessageIter, malformed: @autoclosure () -> DBusError,
         _ visit: (_ key: UnsafePointer<CChar>, _ value: inout DBusVariantReader) throws(DBusError) -> Bool
     ) throws(DBusError) -> Bool {
         guard dbus_message_iter_get_arg_type(&dictionary) == ABLE_DBUS_TYPE_ARRAY,
             dbus_message_iter_get_element_type(&dictionary) == ABLE_DBUS_TYPE_DICT_ENTRY
-        else { throw malformed }
+        else { throw malformed() }
         var entries = DBusMessageIter()
         dbus_message_iter_recurse(&dictionary, &entries)
         while dbus_message_iter_get_arg_type(&entries) == ABLE_DBUS_TYPE_DICT_ENTRY {
             var entry = DBusMessageIter()
             dbus_message_iter_recurse(&entries, &entry)
             var key: UnsafePointer<CChar>?
-            guard dbus_message_iter_get_arg_type(&entry) == ABLE_DBUS_TYPE_STRING else { throw malformed }
+            guard dbus_message_iter_get_arg_type(&entry) == ABLE_DBUS_TYPE_STRING else { throw malformed() }
             dbus_message_iter_get_basic(&entry, &key)
             guard let key, dbus_message_iter_next(&entry) != 0,
                 dbus_message_iter_get_arg_type(&entry) == ABLE_DBUS_TYPE_VARIANT
-            else { throw malformed }
+            else { throw malformed() }
             var value = DBusVariantReader()
             dbus_message_iter_recurse(&entry, &value.iterator)
             guard try visit(key, &value) else { return false }

@@ -88,9 +88,11 @@ package struct DBusSignalView {
         else { throw DBusError(.invalidArgs, "\(member) is not PropertiesChanged(s, a{sv}, as)") }
         dbus_message_iter_get_basic(&arguments, &changedInterface)
         guard let changedInterface, interface.withCString({ strcmp($0, changedInterface) == 0 }) else { return nil }
-        let malformed = DBusError(.invalidArgs, "\(member) is not PropertiesChanged(s, a{sv}, as)")
-        guard dbus_message_iter_next(&arguments) != 0 else { throw malformed }
-        return try DBusVariantReader.forEachEntry(of: &arguments, malformed: malformed, visit)
+        // Made only when thrown: the message's text costs an allocation, and this runs for every
+        // notified value.
+        func malformed() -> DBusError { DBusError(.invalidArgs, "\(member) is not PropertiesChanged(s, a{sv}, as)") }
+        guard dbus_message_iter_next(&arguments) != 0 else { throw malformed() }
+        return try DBusVariantReader.forEachEntry(of: &arguments, malformed: malformed(), visit)
     }
 
     /// Argument `index` when it is a string, read without decoding the others.
