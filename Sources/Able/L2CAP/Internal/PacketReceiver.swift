@@ -119,6 +119,11 @@ final class PacketReceiver: @unchecked Sendable {
         if !headers.isEmpty, let receiveMessages = operations.receiveMessages {
             return receiveBatched(with: receiveMessages)
         }
+        return receiveOne()
+    }
+
+    /// One SDU through `recv(2)`.
+    private func receiveOne() -> Outcome {
         while true {
             let result: SyscallResult<Int>
             var direct: [UInt8]?
@@ -203,20 +208,12 @@ final class PacketReceiver: @unchecked Sendable {
         }
     }
 
-    /// One SDU through `recv` into the first slot, for a socket whose values come one at a time;
-    /// the next call answers "would block" without asking the socket.
+    /// One SDU through `recv`, for a socket whose values come one at a time; after an SDU, the
+    /// next call answers "would block" without asking the socket.
     private func receiveSingle() -> Outcome {
-        let slot = UnsafeMutableRawBufferPointer(rebasing: scratch[..<receiveMTU])
-        while true {
-            switch operations.receive(socket, slot, CInt(MSG_TRUNC)) {
-            case .success(let length):
-                if let ending = ending(forLength: length) { return ending }
-                socketDrained = true
-                return .packet(Self.copy(UnsafeRawBufferPointer(rebasing: scratch[..<length])))
-            case .failure(let errno):
-                if let outcome = failed(errno) { return outcome }
-            }
-        }
+        let outcome = receiveOne()
+        if case .packet = outcome { socketDrained = true }
+        return outcome
     }
 
     /// The next SDU of the last `recvmmsg`'s batch.
