@@ -149,6 +149,42 @@ extension Scenario {
         }
     }
 
+    /// Values that come one at a time, as a link paces them (each taken before the next is sent),
+    /// then a burst: the socket's receiver turns to single reads after a few lone values and back
+    /// to batches later, and every value arrives once, in order, either way.
+    static func notificationsOneAtATimeThroughTheSocket(_ backend: some ScenarioBackend) async throws {
+        let service = BluetoothUUID.random()
+        let counter = CharacteristicID(.random(), service: service)
+        let definition = GATTServerDefinition {
+            Service(service) {
+                Characteristic(counter.uuid, properties: [.read, .notify], value: [0])
+            }
+        }
+        // More lone values than the receiver takes singly before it batches again (4 + 64).
+        let oneAtATime = 80
+        let burst = 20
+        try await withConnection(backend, serving: definition, advertising: service) { server, peripheral in
+            let stream = try await peripheral.notifications(of: counter, delivery: .socket)
+            try await backend.eventually("the server to see the subscription") {
+                await server.isSubscribed(counter.uuid)
+            }
+            let burstValues = (oneAtATime + 1)...(oneAtATime + burst)
+            do {
+                // The iterator's end (at the end of this block) stops the subscription.
+                var values = stream.prefix(oneAtATime + burst).makeAsyncIterator()
+                for value in 1...oneAtATime {
+                    try await server.notify(counter, value: [UInt8(value)])
+                    #expect(try await values.next() == [UInt8(value)], "value \(value), sent alone")
+                }
+                for value in burstValues { try await server.notify(counter, value: [UInt8(value)]) }
+                var received: [[UInt8]] = []
+                while let value = try await values.next() { received.append(value) }
+                #expect(received == burstValues.map { [UInt8($0)] })
+            }
+            try await backend.eventually("the subscription to stop") { await !server.isSubscribed(counter.uuid) }
+        }
+    }
+
     static func notificationsThroughTheSocket(_ backend: some ScenarioBackend) async throws {
         let service = BluetoothUUID.random()
         let counter = CharacteristicID(.random(), service: service)

@@ -17,6 +17,7 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
     case writeWithoutResponseThroughTheSocket
     case writesWithoutResponseDoNotWaitForAReadInProgress
     case notificationsThroughTheSocket
+    case notificationsOneAtATimeThroughTheSocket
     case notificationsThroughAHandler
     case longAndReliableWrites
     case aServerNotifyingInATightLoopKeepsAnswering
@@ -46,6 +47,8 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
             case .writesWithoutResponseDoNotWaitForAReadInProgress:
                 try await Self.writesWithoutResponseDoNotWaitForAReadInProgress(backend)
             case .notificationsThroughTheSocket: try await Self.notificationsThroughTheSocket(backend)
+            case .notificationsOneAtATimeThroughTheSocket:
+                try await Self.notificationsOneAtATimeThroughTheSocket(backend)
             case .notificationsThroughAHandler: try await Self.notificationsThroughAHandler(backend)
             case .longAndReliableWrites: try await Self.longAndReliableWrites(backend)
             case .aServerNotifyingInATightLoopKeepsAnswering:
