@@ -63,15 +63,19 @@ public struct DBusMatchRule: Hashable, Sendable, CustomStringConvertible {
         if let interface, interface != signalInterface { return false }
         if let member, member != signalMember { return false }
         if let path, path.rawValue != signalPath { return false }
+        // Names and paths are ASCII: their bytes are compared, not their characters (which
+        // `hasPrefix` would, at a cost on every signal).
         if let pathNamespace, pathNamespace != .root {
-            guard signalPath.hasPrefix(pathNamespace.rawValue) else { return false }
-            let rest = signalPath.utf8.dropFirst(pathNamespace.rawValue.utf8.count)
+            let namespace = pathNamespace.rawValue.utf8
+            guard signalPath.utf8.starts(with: namespace) else { return false }
+            let rest = signalPath.utf8.dropFirst(namespace.count)
             guard rest.isEmpty || rest.first == UInt8(ascii: "/") else { return false }
         }
         if let sender, sender != signalSender {
             // A well-known name matches the signals of its owner at the time of subscription; the
             // bus itself sends under its own name, and unique names have no other owner.
-            guard !sender.hasPrefix(":"), sender != "org.freedesktop.DBus", senderOwner(sender) == signalSender
+            guard sender.utf8.first != UInt8(ascii: ":"), sender != "org.freedesktop.DBus",
+                senderOwner(sender) == signalSender
             else { return false }
         }
         for (index, expected) in arguments {
