@@ -36,7 +36,7 @@ enum GATTBenchShape {
 
     static func index(of value: [UInt8]) -> Int? {
         guard value.count >= 4 else { return nil }
-        return value.prefix(4).enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
+        return Int(value[0]) | Int(value[1]) << 8 | Int(value[2]) << 16 | Int(value[3]) << 24
     }
 }
 
@@ -181,6 +181,9 @@ private struct PathResult {
     var distinct: Int
     var outOfOrder: Int
     var altered = 0
+    /// For a receiver whose figure spans the values after the first: the microseconds of CPU from
+    /// the request to the first value.
+    var setup: Double?
 
     /// Whether every one of `count` values arrived, unaltered, none twice.
     func isComplete(_ count: Int) -> Bool { received == count && distinct == count && altered == 0 }
@@ -188,14 +191,19 @@ private struct PathResult {
     func describe(_ count: Int, unit: String) -> String {
         "\(fixed(rate, 1)) \(unit)s/s, \(fixed(cpu, 1)) us/\(unit); \(received) of \(count) arrived "
             + "(\(distinct) distinct), \(outOfOrder) out of order, \(altered) altered"
+            + (setup.map { "; \(fixed($0, 0)) us of CPU from the request to the first" } ?? "")
     }
 }
 
 /// What a C reference run printed.
 private struct ReferenceOutput {
     var start: Double
+    /// What the rate and the CPU are counted over: the values written, or those read after the first.
+    var operations: Int
     var wall: Double
     var cpu: Double
+    /// A reader's CPU, in microseconds, from the request to the first value.
+    var setup: Double?
     var lost: Int
     var reordered: Int
     var mtu: Int
@@ -215,8 +223,10 @@ private struct ReferenceOutput {
             return value
         }
         start = try number("start")
+        operations = Int(try number("ops"))
         wall = try number("wall")
-        cpu = (try number("user") + number("sys")) * 1e6 / Double(count)
+        cpu = (try number("user") + number("sys")) * 1e6 / Double(max(operations, 1))
+        setup = fields["setup"].flatMap(Double.init).map { $0 * 1e6 }
         lost = Int(try number("lost"))
         reordered = Int(try number("reordered"))
         mtu = Int(try number("mtu"))
@@ -384,9 +394,10 @@ private func measureNotifications(_ peripheral: Peripheral, count: Int, referenc
     printAndFlush(
         "# \(figure): \(count) notifications of \(size) bytes from Able's server, each numbered, taken in a "
             + "for-try-await loop and through NotificationStream.forEach (each path's figure is the better of the "
-            + "two), from the moment the central asks the server for them (a write to its control "
-            + "characteristic; the server waits \(GATTBenchShape.notificationDelay) before the first) to the last; "
-            + "the cpu is the central process's")
+            + "two); the central asks the server for them with a write to its control characteristic (the "
+            + "server waits \(GATTBenchShape.notificationDelay) before the first). The figure spans the "
+            + "notifications after the first, from the moment the first was taken to the last, on both sides "
+            + "alike; the cpu is the central process's; the CPU from the request to the first is printed apart")
     var results: [NotificationDelivery: PathResult] = [:]
     for delivery in [NotificationDelivery.socket, .propertiesChanged] {
         for consumer in [GATTNotificationConsumer.loop, .handler] {
@@ -404,12 +415,8 @@ private func measureNotifications(_ peripheral: Peripheral, count: Int, referenc
                 receiving.cancel()
             }
             let tally = try await receiving.value
-            let end = Mark.now()
             watchdog.cancel()
-            let result = PathResult(
-                rate: Double(tally.received) / (end.wall - start.wall),
-                cpu: (end.user + end.system - start.user - start.system) * 1e6 / Double(count),
-                received: tally.received, distinct: tally.seen.count, outOfOrder: tally.outOfOrder)
+            let result = tally.result(start: start, end: Mark.now())
             let label = delivery == .socket ? "AcquireNotify socket" : "D-Bus PropertiesChanged"
             printAndFlush(
                 "# \(figure) able (\(label), \(consumer.label)): \(result.describe(count, unit: "notification"))")
@@ -433,8 +440,8 @@ private func measureNotifications(_ peripheral: Peripheral, count: Int, referenc
             ]),
         count: count)
     let c = PathResult(
-        rate: Double(count) / output.wall, cpu: output.cpu, received: count, distinct: count - output.lost,
-        outOfOrder: output.reordered)
+        rate: Double(output.operations) / output.wall, cpu: output.cpu, received: count, distinct: count - output.lost,
+        outOfOrder: output.reordered, setup: output.setup)
     printAndFlush(
         "# \(figure) reference (C, AcquireNotify through libdbus): \(c.describe(count, unit: "notification"))")
     let (socket, bus) = (results[.socket]!, results[.propertiesChanged]!)
@@ -470,14 +477,14 @@ private enum GATTNotificationConsumer {
     func receive(_ stream: NotificationStream, count: Int, size: Int) async throws -> NotificationTally {
         switch self {
         case .loop:
-            var tally = NotificationTally()
+            var tally = NotificationTally(count: count)
             for try await value in stream {
                 try tally.note(value, size: size)
                 if tally.received == count { break }
             }
             return tally
         case .handler:
-            let tally = Lock(NotificationTally())
+            let tally = Lock(NotificationTally(count: count))
             let failure = Lock<BenchmarkFailure?>(nil)
             let reached = AsyncStream<Void>.makeStream()
             let consumer = Task {
@@ -504,20 +511,42 @@ private enum GATTNotificationConsumer {
     }
 }
 
-/// What a notification run received.
+/// What a notification run received: the order, and when the first value was taken and the
+/// `count`th, as the host benchmarks check them (``SequenceCheck``), and which indexes came.
 private struct NotificationTally: Sendable {
-    var received = 0
-    var seen = Set<Int>()
-    var highest = -1
-    var outOfOrder = 0
+    var sequence = SequenceCheck()
+    /// Whether each index of the run came; no clock, no hashing per value.
+    private var seen: [Bool]
+    private var distinct = 0
 
+    init(count: Int) { seen = Array(repeating: false, count: count) }
+
+    var received: Int { sequence.received }
+
+    /// Notes a value; throws if it is not `size` bytes with an index.
     mutating func note(_ value: [UInt8], size: Int) throws(BenchmarkFailure) {
         guard let index = GATTBenchShape.index(of: value), value.count == size else {
             throw BenchmarkFailure("a notification of \(value.count) bytes, not \(size)")
         }
-        received += 1
-        seen.insert(index)
-        if index < highest { outOfOrder += 1 }
-        highest = max(highest, index)
+        if index < seen.count, !seen[index] {
+            seen[index] = true
+            distinct += 1
+        }
+        sequence.note(UInt64(index))
+        if sequence.received == seen.count { sequence.end = Mark.now() }
+    }
+
+    /// The run's figure, as the C reference counts it: the values after the first, from the moment
+    /// the first was taken to the last (else `end`); the CPU from `start` (the request) to the first
+    /// apart.
+    func result(start: Mark, end: Mark) -> PathResult {
+        let end = sequence.end ?? end
+        let first = received > 1 ? sequence.first ?? end : end
+        let values = max(received - 1, 1)
+        return PathResult(
+            rate: Double(values) / (end.wall - first.wall),
+            cpu: (end.user + end.system - first.user - first.system) * 1e6 / Double(values),
+            received: received, distinct: distinct, outOfOrder: sequence.reordered,
+            setup: (first.user + first.system - start.user - start.system) * 1e6)
     }
 }

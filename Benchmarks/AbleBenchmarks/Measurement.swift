@@ -35,12 +35,16 @@ struct Measurement {
     var lost = 0
     var reordered = 0
     var dropped = 0
+    /// For a receiver whose figure spans the values after the first: the CPU seconds from just
+    /// before it subscribed to the first value, printed for information.
+    var setup: Double?
 
     func report() {
-        let fields = [
+        var fields = [
             "ops=\(operations)", "wall=\(wall)", "user=\(end.user - start.user)", "sys=\(end.system - start.system)",
             "lost=\(lost)", "reordered=\(reordered)", "dropped=\(dropped)",
         ]
+        if let setup { fields.append("setup=\(setup)") }
         printAndFlush("result " + fields.joined(separator: " "))
     }
 }

@@ -24,19 +24,22 @@ enum NotificationShape {
     }
 }
 
-/// Counts signals and checks their sequence numbers for gaps and reordering.
+/// Counts values and checks their sequence numbers for gaps and reordering, and notes when the
+/// first value was taken: a receiver's figure spans the values after the first, from that moment
+/// to the last, as the C receivers count (`bench_report_span`), so that subscribing is not part of
+/// the CPU per value. No clock is read for the values after the first.
 struct SequenceCheck {
     var expected: UInt64 = 0
     var received = 0
     var lost = 0
     var reordered = 0
-    var first = 0.0
-    var last = 0.0
+    /// When the first value was taken.
+    var first: Mark?
+    /// When the check was done, noted by whoever saw it done (`nil` if it never was).
+    var end: Mark?
 
     mutating func note(_ sequence: UInt64) {
-        let now = monotonicSeconds()
-        if received == 0 { first = now }
-        last = now
+        if received == 0 { first = Mark.now() }
         received += 1
         if sequence == expected {
             expected += 1
@@ -66,7 +69,10 @@ func receiveNumbered<Values: AsyncSequence>(
     while let value = try await iterator.next(isolation: isolation) {
         check.note(try sequenceNumber(value))
         progress.received.store(check.received, ordering: .relaxed)
-        if check.expected >= count { break }
+        if check.expected >= count {
+            check.end = Mark.now()
+            break
+        }
     }
     return check
 }
@@ -110,12 +116,17 @@ func startWatchdog(cancelling receiving: Task<SequenceCheck, any Error>, progres
 }
 
 extension SequenceCheck {
-    /// The figure of a run that expected `count` values: wall time from the first value to the last,
-    /// CPU from `start` to `end`, and every value missing at the end counted as lost.
+    /// The figure of a run that expected `count` values: the values after the first, wall and CPU
+    /// from the moment the first was taken to the end (when the check was done, else `end`), every
+    /// value missing at the end counted as lost; and, for information, the CPU from `start` (just
+    /// before subscribing) to the first value.
     func measurement(expecting count: Int, start: Mark, end: Mark, dropped: Int) -> Measurement {
-        Measurement(
-            operations: received, wall: last - first, start: start, end: end,
-            lost: lost + max(count - Int(expected), 0), reordered: reordered, dropped: dropped)
+        let end = self.end ?? end
+        let first = received > 1 ? self.first ?? end : end
+        return Measurement(
+            operations: max(received - 1, 0), wall: end.wall - first.wall, start: first, end: end,
+            lost: lost + max(count - Int(expected), 0), reordered: reordered, dropped: dropped,
+            setup: first.user + first.system - start.user - start.system)
     }
 }
 
@@ -218,7 +229,9 @@ final class SharedSequenceCheck: Sendable {
             }
             check.note(sequence)
             progress.received.store(check.received, ordering: .relaxed)
-            return check.expected >= count
+            guard check.expected >= count else { return false }
+            check.end = Mark.now()
+            return true
         }
     }
 

@@ -79,6 +79,19 @@ static inline void bench_report(long ops, double wall, bench_mark start, bench_m
     fflush(stdout);
 }
 
+/* The result line of a receiver of `received` values, counted as AbleBenchmarks counts them: the
+ * figure spans the values after the first, from the moment the first was taken (`first`) to the end,
+ * so that subscribing is not part of the CPU per value; `setup` is the CPU from `start` (just before
+ * subscribing) to `first`, in seconds, for the information line of what subscribing costs. */
+static inline void bench_report_span(long received, bench_mark start, bench_mark first, bench_mark end, long lost,
+                                     long reordered, long dropped) {
+    if (received < 2) first = end;
+    printf("result ops=%ld wall=%.6f user=%.6f sys=%.6f lost=%ld reordered=%ld dropped=%ld setup=%.6f\n",
+           received > 1 ? received - 1 : 0, end.wall - first.wall, end.user - first.user, end.system - first.system,
+           lost, reordered, dropped, first.user + first.system - start.user - start.system);
+    fflush(stdout);
+}
+
 /* Reads the little-endian sequence number from the first 8 bytes of a value. */
 static inline uint64_t bench_sequence(const unsigned char *bytes) {
     uint64_t value = 0;

@@ -78,8 +78,11 @@ int main(int argc, char **argv) {
         dbus_message_unref(reply);
     }
 
-    /* first and last are when the first and the latest signal were taken; the rate is computed from them. */
-    double first = 0, last = 0, active = bench_now();
+    /* The figure counts from the moment the first signal was taken (first) to the last; active is
+     * when a signal last came, for giving up. */
+    bench_mark first = start;
+    double active = bench_now();
+    long seen = 0;
     while (expected < n) {
         if (!dbus_connection_read_write(connection, 1000)) bench_die("disconnected", NULL);
         DBusMessage *message;
@@ -87,8 +90,7 @@ int main(int argc, char **argv) {
             uint64_t sequence;
             if (dbus_message_is_signal(message, DBUS_INTERFACE_PROPERTIES, "PropertiesChanged")) {
                 if (!decode(message, &sequence)) bench_die("malformed PropertiesChanged", NULL);
-                last = bench_now();
-                if (received++ == 0) first = last;
+                if (received++ == 0) first = bench_mark_now();
                 if (sequence == (uint64_t)expected) {
                     expected++;
                 } else if (sequence > (uint64_t)expected) {
@@ -101,12 +103,16 @@ int main(int argc, char **argv) {
             dbus_message_unref(message);
         }
         double now = bench_now();
-        if (last > active) active = last;
-        else if (now - active > (received ? 5.0 : 30.0)) break;
+        if (received != seen) {
+            seen = received;
+            active = now;
+        } else if (now - active > (received ? 5.0 : 30.0)) {
+            break;
+        }
     }
     bench_mark end = bench_mark_now();
     lost += n - expected;
-    bench_report(received, received > 1 ? last - first : 0, start, end, lost, reordered, 0);
+    bench_report_span(received, start, first, end, lost, reordered, 0);
     if (notify) {
         DBusMessage *call = dbus_message_new_method_call(BLUEZ_NAME, BLUEZ_CHARACTERISTIC_PATH, BENCH_GATT_INTERFACE,
                                                          "StopNotify");
