@@ -179,11 +179,36 @@ final class BlueZObjectTree: Sendable {
         let connectionLost: @Sendable (any Error) -> Void
     }
 
+    /// The value receivers by characteristic path, and the last path looked up with what it found.
+    /// A peripheral's notifications mostly come from one characteristic after another of the same,
+    /// and AbleDBus hands out a recent path as the same string each time, so most lookups compare
+    /// one string (by identity first) instead of hashing a path.
+    struct ValueReceivers {
+        private(set) var byPath: [String: ValueReceiver] = [:]
+        private var last: (path: String, receiver: ValueReceiver?)?
+
+        /// The receiver of `path`'s signals, if any, remembered for the next lookup.
+        mutating func receiver(for path: String) -> ValueReceiver? {
+            if let last, last.path == path { return last.receiver }
+            let receiver = byPath[path]
+            last = (path, receiver)
+            return receiver
+        }
+
+        subscript(path: String) -> ValueReceiver? {
+            get { byPath[path] }
+            set {
+                byPath[path] = newValue
+                last = nil
+            }
+        }
+    }
+
     let connection: DBusConnection
     let service: String
     private let state = Lock(State())
-    /// By characteristic path. Looked up for every signal of the service, so a lock and no actor.
-    private let valueReceivers = Lock<[String: ValueReceiver]>([:])
+    /// Looked up for every signal of the service, so a lock and no actor.
+    private let valueReceivers = Lock(ValueReceivers())
     private let nextValueReceiver = Atomic<UInt64>(0)
     private let tasks = Lock<[Task<Void, Never>]>([])
     private let subscription = Lock<DBusSignalSubscription?>(nil)
@@ -210,7 +235,10 @@ final class BlueZObjectTree: Sendable {
                 // them in place, and the tree, which keeps no values, skips a change of nothing
                 // but the value before decoding anything.
                 guard let tree else { return }
-                if let receiver = tree.valueReceivers.withLock({ $0[view.path] }), receiver.deliver(view) { return }
+                if let receiver = tree.valueReceivers.withLock({ $0.receiver(for: view.path) }), receiver.deliver(view)
+                {
+                    return
+                }
                 guard !view.changesOnly(property: "Value", of: "org.bluez.GattCharacteristic1"),
                     let signal = try? view.decoded(), let change = Self.change(from: signal)
                 else { return }
@@ -219,7 +247,9 @@ final class BlueZObjectTree: Sendable {
             onEnd: { [weak tree] error in
                 // The connection is gone: the tree can no longer be trusted.
                 guard let error, let tree else { return }
-                for receiver in tree.valueReceivers.withLock({ Array($0.values) }) { receiver.connectionLost(error) }
+                for receiver in tree.valueReceivers.withLock({ Array($0.byPath.values) }) {
+                    receiver.connectionLost(error)
+                }
                 tree.vanish()
             })
         let owners = try await connection.nameOwnerChanges(of: service)
@@ -262,7 +292,7 @@ final class BlueZObjectTree: Sendable {
     /// How many listeners follow the tree's changes (each is a task of Able's) and how many
     /// characteristics have a value receiver: for tests that check that nothing leaks.
     var resourceCounts: (listeners: Int, valueReceivers: Int) {
-        (state.withLock { $0.listeners.count }, valueReceivers.withLock { $0.count })
+        (state.withLock { $0.listeners.count }, valueReceivers.withLock { $0.byPath.count })
     }
 
     /// Every object now.
