@@ -11,14 +11,18 @@
 /// A batch belongs to the thread that runs it, found through a thread-specific key rather than a
 /// task-local value: the producers that run batches are plain threads (dispatch queues), and a
 /// key costs a load per yield. Batches do not nest: an inner ``run(isolation:_:)`` joins the outer one.
+///
+/// Its arrays are used by the thread that runs the batch only, and no access to them is open while
+/// a buffer is woken (which only resumes a continuation): so they go without the runtime's
+/// exclusivity check of each access, which a paced value would pay in every run.
 package final class DeliveryBatch {
-    private var deferred: [any DeferredWake] = []
+    @exclusivity(unchecked) private var deferred: [any DeferredWake] = []
     /// The buffers being woken at the end of a run: `deferred`'s storage is swapped in here, so
     /// that both arrays keep their capacity from run to run. (Copying `deferred` and emptying it
     /// with `removeAll(keepingCapacity:)`, as this did, allocates a new buffer in every run that
     /// deferred a wake-up, because the copy still holds the old one: one allocation per paced
     /// notification.)
-    private var waking: [any DeferredWake] = []
+    @exclusivity(unchecked) private var waking: [any DeferredWake] = []
 
     package init() {}
 

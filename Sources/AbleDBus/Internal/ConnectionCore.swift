@@ -9,11 +9,18 @@ import CLinux
 /// Everything of one connection that touches libdbus. Confined to the connection's event loop:
 /// every method runs on its thread (libdbus callbacks arrive there, and the actor's executor is
 /// the loop).
+///
+/// The state that every message touches is `@exclusivity(unchecked)`: the runtime's check of each
+/// access (a call into the runtime and a thread-local lookup, about 20 per notified value) guards
+/// against an access that overlaps another on the same thread, and none can here. Every access to
+/// these properties is on the loop and ends before any code of a subscriber or a handler runs:
+/// the string caches are modified only inside their own lookups, and the lists are copied before
+/// they are walked.
 final class ConnectionCore: @unchecked Sendable {
     let raw: OpaquePointer
     let loop: EventLoop
     let log: @Sendable (String) -> Void
-    private(set) var closedError: DBusError?
+    @exclusivity(unchecked) private(set) var closedError: DBusError?
 
     // Watches and timeouts.
     /// libdbus's enabled timeouts and their deadlines (`CLOCK_MONOTONIC` nanoseconds).
@@ -25,11 +32,11 @@ final class ConnectionCore: @unchecked Sendable {
     private let batch = DeliveryBatch()
     /// The header fields of recent signals and method calls, reused by the next messages that
     /// repeat them.
-    var headerStrings = RecentStrings(capacity: 16)
+    @exclusivity(unchecked) var headerStrings = RecentStrings(capacity: 16)
     /// The long strings and object paths in the bodies of recent messages: the device path of
     /// each of `bluetoothd`'s requests, the interface of each `PropertiesChanged`. Kept apart
     /// from ``headerStrings``, so that varied body strings do not push header fields out.
-    var bodyStrings: RecentStrings? = RecentStrings(capacity: 8)
+    @exclusivity(unchecked) var bodyStrings: RecentStrings? = RecentStrings(capacity: 8)
 
     // Calls awaiting replies.
     /// The calls sent and not yet answered, by their serial, which their replies name. Able matches
@@ -57,8 +64,8 @@ final class ConnectionCore: @unchecked Sendable {
     private var nextSubscriberID: UInt64 = 0
     /// In the order they subscribed; a class each, so that routing a signal retains one
     /// reference per subscriber rather than copying its rule.
-    private var subscribers: [SignalSubscriber] = []
-    private var trackedNames: [String: TrackedName] = [:]
+    @exclusivity(unchecked) private var subscribers: [SignalSubscriber] = []
+    @exclusivity(unchecked) private var trackedNames: [String: TrackedName] = [:]
 
     // Exported objects.
     var exports = ExportTable()
@@ -439,13 +446,22 @@ final class ConnectionCore: @unchecked Sendable {
         let pathText = dbus_message_get_path(message).map { headerStrings.string($0) } ?? "/"
         let view = DBusSignalView(
             message: message, sender: sender, path: pathText, interface: interface, member: member)
-        // Decoded once, and only if a subscriber takes decoded signals.
-        var decoded: Result<DBusSignal, DBusError>?
+        // Decoded once, and only if a subscriber takes decoded signals. Two optionals, not an
+        // optional `Result`: a signal read only in place (every notified value) then ends with
+        // two inline checks instead of the runtime's multi-payload enum calls.
+        var decoded: DBusSignal?
+        var malformation: DBusError?
         func signal() -> Result<DBusSignal, DBusError> {
-            if let decoded { return decoded }
-            let result = Result { () throws(DBusError) in try view.decoded(strings: &bodyStrings) }
-            decoded = result
-            return result
+            if let decoded { return .success(decoded) }
+            if let malformation { return .failure(malformation) }
+            do throws(DBusError) {
+                let signal = try view.decoded(strings: &bodyStrings)
+                decoded = signal
+                return .success(signal)
+            } catch {
+                malformation = error
+                return .failure(error)
+            }
         }
         if sender == "org.freedesktop.DBus" && member == "NameOwnerChanged", case .success(let signal) = signal() {
             noteNameOwnerChange(signal.arguments)
