@@ -540,8 +540,7 @@ private struct NotificationTally: Sendable {
     /// the first was taken to the last (else `end`); the CPU from `start` (the request) to the first
     /// apart.
     func result(start: Mark, end: Mark) -> PathResult {
-        let end = sequence.end ?? end
-        let first = received > 1 ? sequence.first ?? end : end
+        let (first, end) = sequence.span(endingBy: end)
         let values = max(received - 1, 1)
         return PathResult(
             rate: Double(values) / (end.wall - first.wall),

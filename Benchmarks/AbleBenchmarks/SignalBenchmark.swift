@@ -116,13 +116,19 @@ func startWatchdog(cancelling receiving: Task<SequenceCheck, any Error>, progres
 }
 
 extension SequenceCheck {
+    /// Where a receiver's figure starts and ends: at the first value and when the check was done
+    /// (else at `end`); both at the end when fewer than two values came, so that nothing is counted.
+    func span(endingBy end: Mark) -> (first: Mark, end: Mark) {
+        let end = self.end ?? end
+        return (received > 1 ? first ?? end : end, end)
+    }
+
     /// The figure of a run that expected `count` values: the values after the first, wall and CPU
     /// from the moment the first was taken to the end (when the check was done, else `end`), every
     /// value missing at the end counted as lost; and, for information, the CPU from `start` (just
     /// before subscribing) to the first value.
     func measurement(expecting count: Int, start: Mark, end: Mark, dropped: Int) -> Measurement {
-        let end = self.end ?? end
-        let first = received > 1 ? self.first ?? end : end
+        let (first, end) = span(endingBy: end)
         return Measurement(
             operations: max(received - 1, 0), wall: end.wall - first.wall, start: first, end: end,
             lost: lost + max(count - Int(expected), 0), reordered: reordered, dropped: dropped,

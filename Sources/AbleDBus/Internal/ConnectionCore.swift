@@ -11,7 +11,7 @@ import CLinux
 /// the loop).
 ///
 /// The state that every message touches is `@exclusivity(unchecked)`: the runtime's check of each
-/// access (a call into the runtime and a thread-local lookup, about 20 per notified value) guards
+/// access (a call into the runtime and a thread-local lookup, about 15 per notified value) guards
 /// against an access that overlaps another on the same thread, and none can here. Every access to
 /// these properties is on the loop and ends before any code of a subscriber or a handler runs:
 /// the string caches are modified only inside their own lookups, and the lists are copied before

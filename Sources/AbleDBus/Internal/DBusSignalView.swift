@@ -81,16 +81,16 @@ package struct DBusSignalView {
         _ visit: (_ name: UnsafePointer<CChar>, _ value: inout DBusVariantReader) throws(DBusError) -> Bool
     ) throws(DBusError) -> Bool? {
         guard member == "PropertiesChanged", self.interface == "org.freedesktop.DBus.Properties" else { return nil }
+        // Made only when thrown: the message's text costs an allocation, and this runs for every
+        // notified value.
+        func malformed() -> DBusError { DBusError(.invalidArgs, "\(member) is not PropertiesChanged(s, a{sv}, as)") }
         var arguments = DBusMessageIter()
         var changedInterface: UnsafePointer<CChar>?
         guard dbus_message_iter_init(message, &arguments) != 0,
             dbus_message_iter_get_arg_type(&arguments) == ABLE_DBUS_TYPE_STRING
-        else { throw DBusError(.invalidArgs, "\(member) is not PropertiesChanged(s, a{sv}, as)") }
+        else { throw malformed() }
         dbus_message_iter_get_basic(&arguments, &changedInterface)
         guard let changedInterface, interface.withCString({ strcmp($0, changedInterface) == 0 }) else { return nil }
-        // Made only when thrown: the message's text costs an allocation, and this runs for every
-        // notified value.
-        func malformed() -> DBusError { DBusError(.invalidArgs, "\(member) is not PropertiesChanged(s, a{sv}, as)") }
         guard dbus_message_iter_next(&arguments) != 0 else { throw malformed() }
         return try DBusVariantReader.forEachEntry(of: &arguments, malformed: malformed(), visit)
     }
