@@ -24,6 +24,10 @@ package final class DeliveryBatch {
     /// notification.)
     @exclusivity(unchecked) private var waking: [any DeferredWake] = []
 
+    /// ``key``, read once: a `static let` is reached through `swift_once`, a call on every
+    /// access, and a run would make three.
+    private let key = DeliveryBatch.key
+
     package init() {}
 
     /// The batch running on this thread, if any.
@@ -40,10 +44,10 @@ package final class DeliveryBatch {
 
     /// Runs `body` as this batch, then wakes the consumers it held back.
     package func run<Result>(_ body: () throws -> Result) rethrows -> Result {
-        guard Self.current == nil else { return try body() }
-        pthread_setspecific(Self.key, Unmanaged.passUnretained(self).toOpaque())
+        guard pthread_getspecific(key) == nil else { return try body() }
+        pthread_setspecific(key, Unmanaged.passUnretained(self).toOpaque())
         defer {
-            pthread_setspecific(Self.key, nil)
+            pthread_setspecific(key, nil)
             if !deferred.isEmpty {
                 swap(&deferred, &waking)
                 for buffer in waking { buffer.endBatch() }

@@ -49,12 +49,12 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
     /// Adds a value; wakes a waiting consumer at once, or when the current batch ends.
     @discardableResult
     package func yield(_ element: Element) -> YieldResult {
-        let batch = DeliveryBatch.current
-        let (result, wake) = state.withLock { $0.yield(element, inBatch: batch != nil) }
+        // The batch is looked up only when a consumer waits: that is when it matters.
+        let (result, wake) = state.withLock { $0.yield(element, inBatch: DeliveryBatch.current != nil) }
         switch wake {
         case nil: break
         case .now(let waiter): waiter.resume()
-        case .atEndOfBatch: batch?.defer(self)
+        case .atEndOfBatch: DeliveryBatch.current?.defer(self)
         case .deliver(let handler): deliver(element, to: handler)
         }
         return result

@@ -125,10 +125,11 @@ package struct DeliveryBufferStateMachine<Element, Waiter> {
     /// - Parameters:
     ///   - element: The value.
     ///   - inBatch: Whether the producer runs a batch: a waiting consumer is then woken once, when
-    ///     the batch ends, for everything the batch yielded.
+    ///     the batch ends, for everything the batch yielded. Asked only when a consumer waits,
+    ///     since finding out costs a thread-specific lookup.
     /// - Returns: What became of the value, and whom to wake (`nil`: nobody).
     @inline(__always)
-    package mutating func yield(_ element: Element, inBatch: Bool) -> (YieldResult, Wake?) {
+    package mutating func yield(_ element: Element, inBatch: @autoclosure () -> Bool) -> (YieldResult, Wake?) {
         guard end == nil else { return (.terminated, nil) }
         if let handler, !isDelivering {
             isDelivering = true
@@ -145,7 +146,7 @@ package struct DeliveryBufferStateMachine<Element, Waiter> {
         }
         elements.append(element)
         guard waiter != nil, handler == nil else { return (result, nil) }
-        guard !inBatch else {
+        guard !inBatch() else {
             guard !isWakeDeferred else { return (result, nil) }
             isWakeDeferred = true
             return (result, .atEndOfBatch)

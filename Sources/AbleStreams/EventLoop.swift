@@ -23,11 +23,6 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
     /// What other threads hand to the loop, under the lock.
     private struct Inbox {
         var work: [Work] = []
-        /// Whether the loop waits (or is about to wait) in `epoll_wait` and must be woken: set
-        /// when it decides to sleep, under the lock that shows it the inbox empty, and cleared as
-        /// soon as `epoll_wait` returns (or by the submit that wakes it). In between, the loop's
-        /// thread submits nothing, so work it submits itself never writes the `eventfd`.
-        var sleeping = false
         var threadRunning = false
         /// Connections, sockets and other registrations that keep the loop's thread alive.
         var clients = 0
@@ -42,6 +37,16 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
 
     private let threadName: String
     private let inbox = Lock(Inbox())
+    /// Whether the loop waits (or is about to wait) in `epoll_wait` and must be woken: set when it
+    /// decides to sleep, under the lock that shows it the inbox empty, and cleared as soon as
+    /// `epoll_wait` returns (or by the submit that wakes it). In between, the loop's thread
+    /// submits nothing, so work it submits itself never writes the `eventfd`.
+    ///
+    /// Set and taken (`exchange`) only under `inbox`'s lock, so a submit either adds its work
+    /// before the loop looks at the inbox or finds the flag set; the loop clears it without the
+    /// lock once awake (one lock pair less per wake-up), and a submit that meets the flag just
+    /// before that clear only writes the `eventfd` once more, which costs the loop a turn.
+    private let sleeping = Atomic<Bool>(false)
     /// The loop thread's `pthread_t` while it runs, else 0.
     private let loopThread = Atomic<UInt>(0)
     private let epoll: Int32
@@ -49,9 +54,11 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
     /// How many times ``wake()`` wrote the `eventfd` (for tests, through ``wakeCount``).
     private let wakeWrites = Atomic<Int>(0)
 
-    // Touched only on the loop's thread.
-    private var timers: [LoopTimer] = []
-    private var retiredWatches: [LoopWatch] = []
+    // Touched only on the loop's thread, and never while another access to them is open (a
+    // timer fires and a watch is retired outside them): so without the runtime's exclusivity
+    // check, which every turn of the loop would otherwise pay several times.
+    @exclusivity(unchecked) private var timers: [LoopTimer] = []
+    @exclusivity(unchecked) private var retiredWatches: [LoopWatch] = []
 
     /// Creates an event loop whose thread bears `threadName` (what `/proc/self/task/*/comm` and
     /// debuggers show; 15 bytes at most).
@@ -105,8 +112,7 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
             // reason, run this work, find no client and end, releasing what may be the loop's
             // last reference before this thread writes. A sleeping loop's thread holds a
             // reference until it takes this lock again, so retaining it here is safe.
-            let sleeper = inbox.sleeping ? Unmanaged.passRetained(self) : nil
-            inbox.sleeping = false
+            let sleeper = sleeping.exchange(false, ordering: .relaxed) ? Unmanaged.passRetained(self) : nil
             let start = !inbox.threadRunning
             inbox.threadRunning = true
             return (sleeper, start)
@@ -146,9 +152,7 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
     package func releaseClient() {
         let wake = inbox.withLock { inbox in
             inbox.clients -= 1
-            guard inbox.clients == 0, inbox.sleeping else { return false }
-            inbox.sleeping = false
-            return true
+            return inbox.clients == 0 && sleeping.exchange(false, ordering: .relaxed)
         }
         if wake { self.wake() }
     }
@@ -198,7 +202,7 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
                     inbox.threadRunning = false
                     return .exit
                 }
-                inbox.sleeping = true
+                sleeping.store(true, ordering: .relaxed)
                 return .sleep
             }
             let timeout: Int32
@@ -225,7 +229,7 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
             // again, and needs no `eventfd` write. Without this, every job that the handlers
             // below enqueue (a consumer's task that prefers this loop, a reply resuming a call
             // made on it) would write the `eventfd` and cost the loop an extra turn.
-            if next == .sleep { inbox.withLock { $0.sleeping = false } }
+            if next == .sleep { sleeping.store(false, ordering: .relaxed) }
             if count > 0 { handle(events, count: Int(count)) }
             fireTimers()
             retiredWatches.removeAll(keepingCapacity: true)
@@ -243,9 +247,9 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
             }
             // Alive: a watch removed by an earlier event of this batch is retired until the end
             // of the turn, a socket holds itself until its cancellation has run on the loop.
+            // (Guaranteed rather than retained for the call: one retain and release less per event.)
             Unmanaged<LoopEventTarget>.fromOpaque(UnsafeRawPointer(bitPattern: UInt(data))!)
-                .takeUnretainedValue()
-                .handle(event.events)
+                ._withUnsafeGuaranteedRef { $0.handle(event.events) }
         }
     }
 
@@ -517,7 +521,9 @@ package final class LoopSocket: LoopEventTarget, @unchecked Sendable {
 /// A deadline on the loop's monotonic clock and what to do when it passes; on the loop's thread only.
 package final class LoopTimer {
     /// When to fire, in `CLOCK_MONOTONIC` nanoseconds; `nil` when disarmed. Firing disarms it.
-    package var deadline: UInt64?
+    /// Without the runtime's exclusivity check: it is read and written on the loop's thread only,
+    /// in single statements, and the loop reads every timer's at every turn.
+    @exclusivity(unchecked) package var deadline: UInt64?
     let fire: () -> Void
 
     package init(fire: @escaping () -> Void) {

@@ -58,12 +58,12 @@ package final class AcquiredSocket: Sendable {
     ///   - onValue: Called with each received message, in order, on the sockets' event loop,
     ///     straight from the socket's read handler: no task and no buffer in between, and the values of one
     ///     run of the handler (every message that was ready) go out as one `DeliveryBatch`, so a
-    ///     stream's consumer is woken once for them. It must not block. `nil` for a write socket,
-    ///     whose peer sends nothing (what it might send is dropped).
+    ///     stream's consumer is woken once for them. It must not block. A write socket's peer
+    ///     sends nothing: the default drops what it might send.
     ///   - onEnd: Called once when the socket ends, from either side (after the last value), on the
     ///     sockets' event loop. It must not block.
     package init(
-        socket: CInt, attMTU: Int, onValue: (@Sendable ([UInt8]) -> Void)? = nil,
+        socket: CInt, attMTU: Int, onValue: @escaping @Sendable ([UInt8]) -> Void = { _ in },
         onEnd: @escaping @Sendable () -> Void = {}
     ) throws {
         let ended = Lock(false)
@@ -71,11 +71,13 @@ package final class AcquiredSocket: Sendable {
         do {
             // A value is at most 512 bytes; the receive buffer takes any message a peer sends.
             // A write socket's peer sends nothing; what it might send is dropped. Either way the
-            // end is seen on the loop, with no task watching the socket.
+            // end is seen on the loop, with no task watching the socket. (`onValue` is not an
+            // optional: a closure kept in an `Optional` is stored in its most general form, and
+            // each value would go through two reabstraction thunks.)
             channel = try L2CAPChannel.wrapping(
                 socket: socket, sendMTU: max(min(attMTU - 3, Self.maximumAttributeValueLength), 1), receiveMTU: 2048,
                 directReceiver: ChannelCore.DirectReceiver(
-                    packet: onValue ?? { _ in },
+                    packet: onValue,
                     end: { _ in
                         ended.withLock { $0 = true }
                         onEnd()
