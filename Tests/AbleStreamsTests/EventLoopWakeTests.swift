@@ -47,4 +47,37 @@ struct EventLoopWakeTests {
         close(mine)
         close(peer)
     }
+
+    /// Work from other threads always runs, however its submits meet the loop: asleep in
+    /// `epoll_wait`, deciding to sleep, or just woken by its own socket (when it clears its
+    /// sleeping flag without the inbox's lock). Each submitter waits for its job before the next,
+    /// so most submits find the loop asleep; one also keeps the socket busy. A wake-up lost
+    /// between those steps leaves a job waiting forever, and the time limit fails the test.
+    @Test func workFromOtherThreadsAlwaysWakesTheLoop() async throws {
+        let loop = EventLoop(threadName: LoopSocketTests.uniqueName())
+        let (mine, peer) = try LoopSocketTests.pair()
+        let socket = LoopSocket(descriptor: mine, loop: loop)
+        socket.start(interest: .read, readable: { _ = LoopSocketTests.receive(mine) }, writable: {})
+        let rounds = 2_000
+        let ran = Locked(0)
+        await withTaskGroup(of: Void.self) { group in
+            for submitter in 0..<3 {
+                group.addTask {
+                    for round in 0..<rounds {
+                        if submitter == 0 { LoopSocketTests.send(UInt8(truncatingIfNeeded: round), to: peer) }
+                        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                            loop.execute {
+                                ran.value += 1
+                                done.resume()
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        #expect(ran.value == 3 * rounds)
+        try await LoopSocketTests.release(socket)
+        close(mine)
+        close(peer)
+    }
 }
