@@ -232,7 +232,7 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
             if next == .sleep { sleeping.store(false, ordering: .relaxed) }
             if count > 0 { handle(events, count: Int(count)) }
             fireTimers()
-            retiredWatches.removeAll(keepingCapacity: true)
+            if !retiredWatches.isEmpty { retiredWatches.removeAll(keepingCapacity: true) }
         }
     }
 
