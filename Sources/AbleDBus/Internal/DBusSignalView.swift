@@ -47,11 +47,10 @@ package struct DBusSignalView {
     ) throws(DBusError) -> (bytes: [UInt8]?, isOnlyChange: Bool)? {
         var bytes: [UInt8]?
         var isOnlyChange = true
-        let member = member
         let walked = try forEachChange(of: interface) { (key, value) throws(DBusError) in
             if name.withCString({ strcmp($0, key) == 0 }) {
                 guard let value = value.bytes() else {
-                    throw DBusError(.invalidArgs, "\(member): \(name) is not a byte array (ay)")
+                    throw DBusError(.invalidArgs, "PropertiesChanged: \(name) is not a byte array (ay)")
                 }
                 bytes = value
             } else {
@@ -82,8 +81,9 @@ package struct DBusSignalView {
     ) throws(DBusError) -> Bool? {
         guard member == "PropertiesChanged", self.interface == "org.freedesktop.DBus.Properties" else { return nil }
         // Made only when thrown: the message's text costs an allocation, and this runs for every
-        // notified value.
-        func malformed() -> DBusError { DBusError(.invalidArgs, "\(member) is not PropertiesChanged(s, a{sv}, as)") }
+        // notified value. It names no property of `self`: capturing one would copy the view, and
+        // retain its four strings, for every value.
+        func malformed() -> DBusError { DBusError(.invalidArgs, "the signal is not PropertiesChanged(s, a{sv}, as)") }
         var arguments = DBusMessageIter()
         var changedInterface: UnsafePointer<CChar>?
         guard dbus_message_iter_init(message, &arguments) != 0,
