@@ -147,8 +147,8 @@ package final class ChannelCore: @unchecked Sendable {
     /// receives for itself, or a batch (``readBatch``) is done; on the loop.
     private func readAvailable() {
         guard case .open = lifecycle else { return }
-        if let directReceiver {
-            deliveryBatch.run { readDirectly(into: directReceiver) }
+        if let packet = directReceiver?.packet {
+            deliveryBatch.run { readDirectly(into: packet) }
             return
         }
         var batch = (packets: 0, bytes: 0)
@@ -181,9 +181,10 @@ package final class ChannelCore: @unchecked Sendable {
         }
     }
 
-    /// ``readAvailable()`` for a ``DirectReceiver``: hands over every SDU that is ready, up to a
+    /// ``readAvailable()`` for a ``DirectReceiver``: hands every SDU that is ready to its `packet`
+    /// closure (passed alone: copying the receiver would retain both of its closures), up to a
     /// batch (``readBatch``); the rest waits for the loop's next turn.
-    private func readDirectly(into directReceiver: DirectReceiver) {
+    private func readDirectly(into packetReceiver: @Sendable ([UInt8]) -> Void) {
         var batch = (packets: 0, bytes: 0)
         defer {
             if batch.packets > longestReadRunStorage.load(ordering: .relaxed) {
@@ -195,7 +196,7 @@ package final class ChannelCore: @unchecked Sendable {
             case .packet(let packet):
                 batch.packets += 1
                 batch.bytes += packet.count
-                directReceiver.packet(packet)
+                packetReceiver(packet)
             case .wouldBlock:
                 return
             case .end(let error):
