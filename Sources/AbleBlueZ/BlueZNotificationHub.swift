@@ -12,35 +12,86 @@ final class BlueZNotificationHub: Sendable {
     final class Fanout: Sendable {
         /// The streams by their ID, in the order they were added.
         private let consumers = Lock<[(id: UInt64, stream: NotificationStream.Continuation)]>([])
+        /// Counts the changes of `consumers`: bumped under its lock, so that a ``Reader`` sees a
+        /// change with one atomic load instead of a lock per value.
+        private let generation = Atomic<UInt64>(0)
 
-        /// Takes the new `Value` out of the characteristic's `PropertiesChanged`, read in place
-        /// (no other argument is decoded); a signal without one, or with a malformed one, is
-        /// skipped. Returns whether the signal changed nothing but the value.
-        func deliver(_ signal: DBusSignalView) -> Bool {
-            guard
-                let change = try? signal.changedByteArray(
-                    named: "Value", of: BlueZPeripheralBackend.characteristic)
-            else { return false }
-            if let value = change.bytes {
-                // Copying the array under the lock retains its storage; it allocates nothing.
-                for consumer in consumers.withLock({ $0 }) { consumer.stream.yieldBytes(value) }
+        /// Hands one source's values to the fan-out's streams: the characteristic's socket, from
+        /// its read handler, or its `PropertiesChanged` signals, from the bus connection's event
+        /// loop. Either way one thread at a time, one value after the other.
+        ///
+        /// It keeps its own copy of the streams and takes the fan-out's lock only when they have
+        /// changed since (the generation moved): a paced value, alone in its wake-up, otherwise
+        /// pays a lock it finds cold. A stream added before a value is read gets it, as with the
+        /// lock: the add bumps the generation before it returns. A stream removed while a value is
+        /// on its way may still be offered it, and its ended buffer refuses it; the reader lets go
+        /// of a removed stream's buffer when the next value comes, or when its source ends.
+        ///
+        /// Thread safety: its state is touched by the one thread that runs its source at a time;
+        /// hence `@unchecked Sendable`, and no exclusivity checks, which every value would pay.
+        final class Reader: @unchecked Sendable {
+            private let fanout: Fanout
+            @exclusivity(unchecked) private var streams: [NotificationStream.Continuation] = []
+            /// The stream when `streams` holds just one, which keeps it alive: called through an
+            /// unmanaged reference, it is reached without retaining the array and the stream.
+            @exclusivity(unchecked) private var onlyStream: Unmanaged<NotificationStream.Continuation>?
+            /// The generation `streams` was copied at; none yet.
+            @exclusivity(unchecked) private var seen = UInt64.max
+            /// Where the bus's values are copied to: the storage of the last one, if no stream
+            /// kept it (a socket's values are copied by its receiver, which has storage of its own).
+            @exclusivity(unchecked) private var storage = ByteStorage()
+
+            init(_ fanout: Fanout) { self.fanout = fanout }
+
+            /// Hands a value to every stream.
+            func yield(_ value: [UInt8]) {
+                if fanout.generation.load(ordering: .acquiring) != seen {
+                    (streams, seen) = fanout.snapshot()
+                    onlyStream = streams.count == 1 ? Unmanaged.passUnretained(streams[0]) : nil
+                }
+                if let onlyStream {
+                    onlyStream._withUnsafeGuaranteedRef { _ = $0.yieldBytes(value) }
+                } else {
+                    for stream in streams { stream.yieldBytes(value) }
+                }
             }
-            return change.isOnlyChange
+
+            /// Takes the new `Value` out of the characteristic's `PropertiesChanged`, read in place
+            /// (no other argument is decoded), and hands it to every stream; a signal without one,
+            /// or with a malformed one, is skipped. Returns whether the signal changed nothing but
+            /// the value.
+            func deliver(_ signal: DBusSignalView) -> Bool {
+                // Taken apart at once: a tuple kept whole would hold the value too, and the
+                // storage could never be used again.
+                guard
+                    let (bytes, isOnlyChange) = try? signal.changedByteArray(
+                        named: "Value", of: BlueZPeripheralBackend.characteristic, storage: &storage)
+                else { return false }
+                if let bytes {
+                    yield(bytes)
+                    storage.recycle(bytes)
+                }
+                return isOnlyChange
+            }
         }
 
-        /// Hands a value from the characteristic's socket to every stream.
-        func yield(_ value: [UInt8]) {
-            for consumer in consumers.withLock({ $0 }) { consumer.stream.yieldBytes(value) }
+        /// The streams and the generation they are at.
+        private func snapshot() -> ([NotificationStream.Continuation], UInt64) {
+            consumers.withLock { ($0.map(\.stream), generation.load(ordering: .relaxed)) }
         }
 
         func add(_ stream: NotificationStream.Continuation, id: UInt64) {
-            consumers.withLock { $0.append((id, stream)) }
+            consumers.withLock {
+                $0.append((id, stream))
+                generation.add(1, ordering: .releasing)
+            }
         }
 
         /// Removes a stream; returns whether none is left.
         func remove(_ id: UInt64) -> Bool {
             consumers.withLock { consumers in
                 consumers.removeAll { $0.id == id }
+                generation.add(1, ordering: .releasing)
                 return consumers.isEmpty
             }
         }
@@ -50,7 +101,10 @@ final class BlueZNotificationHub: Sendable {
 
         func finishAll(throwing error: any Error) {
             for consumer in consumers.withLock({ consumers in
-                defer { consumers.removeAll() }
+                defer {
+                    consumers.removeAll()
+                    generation.add(1, ordering: .releasing)
+                }
                 return consumers
             }) {
                 consumer.stream.finish(throwing: error)
@@ -167,7 +221,7 @@ final class BlueZNotificationHub: Sendable {
     {
         // Attach before StartNotify, so the first value is not lost.
         let stopReceiving = system.tree.receiveValues(
-            of: characteristic, deliver: fanout.deliver,
+            of: characteristic, deliver: Fanout.Reader(fanout).deliver,
             onConnectionLost: { error in
                 fanout.finishAll(
                     throwing: BluetoothError(.daemonUnavailable, message: "the bus connection was lost", cause: error))
@@ -200,7 +254,7 @@ final class BlueZNotificationHub: Sendable {
             let (descriptor, mtu) = try await BlueZPeripheralBackend.acquire(
                 "AcquireNotify", characteristic, system: system)
             return try AcquiredSocket(
-                socket: descriptor, attMTU: mtu, onValue: fanout.yield,
+                socket: descriptor, attMTU: mtu, onValue: Fanout.Reader(fanout).yield,
                 onEnd: { [tree = system.tree] in
                     // BlueZ closes the socket when the link drops, and when the characteristic
                     // leaves the database (before the InterfacesRemoved signal, which `removed`

@@ -44,17 +44,29 @@ package final class DeliveryBatch {
 
     /// Runs `body` as this batch, then wakes the consumers it held back.
     package func run<Result>(_ body: () throws -> Result) rethrows -> Result {
-        guard pthread_getspecific(key) == nil else { return try body() }
-        pthread_setspecific(key, Unmanaged.passUnretained(self).toOpaque())
-        defer {
-            pthread_setspecific(key, nil)
-            if !deferred.isEmpty {
-                swap(&deferred, &waking)
-                for buffer in waking { buffer.endBatch() }
-                waking.removeAll(keepingCapacity: true)
-            }
-        }
+        guard begin() else { return try body() }
+        defer { end() }
         return try body()
+    }
+
+    /// Starts this batch on the calling thread, for a producer that decides partway through a run
+    /// that its values are a burst; returns `false`, and starts nothing, if a batch already runs
+    /// on this thread (the values join it). A `true` must be followed by ``end()`` on the same
+    /// thread.
+    package func begin() -> Bool {
+        guard pthread_getspecific(key) == nil else { return false }
+        pthread_setspecific(key, Unmanaged.passUnretained(self).toOpaque())
+        return true
+    }
+
+    /// Ends the batch ``begin()`` started, waking the consumers it held back.
+    package func end() {
+        pthread_setspecific(key, nil)
+        if !deferred.isEmpty {
+            swap(&deferred, &waking)
+            for buffer in waking { buffer.endBatch() }
+            waking.removeAll(keepingCapacity: true)
+        }
     }
 
     /// Wakes `buffer`'s consumer when the batch ends; on the batch's thread.

@@ -140,6 +140,41 @@ struct DeliveryBufferTests {
         }
     }
 
+    /// A batch started partway through a run (``DeliveryBatch/begin()``) holds back the wake-ups
+    /// of what is yielded until ``DeliveryBatch/end()``; a `begin` while a batch runs on the thread
+    /// starts nothing, and its values join the running batch.
+    @Test func aBatchBegunPartwayHoldsBackItsWakeUpsAndDoesNotNest() async throws {
+        let buffer = DeliveryBuffer<Int>(limit: 10, policy: .dropNewest)
+        let consumer = Task {
+            var received: [Int] = []
+            while received.count < 3, let value = try await buffer.next() { received.append(value) }
+            return received
+        }
+        try await waitUntil { buffer.isConsumerWaiting }
+        let observed = await withCheckedContinuation { continuation in
+            DispatchQueue(label: "batch").async {
+                let outer = DeliveryBatch()
+                let inner = DeliveryBatch()
+                let began = outer.begin()
+                let innerBegan = inner.begin()
+                buffer.yield(1)
+                buffer.yield(2)
+                let waitingInBatch = buffer.isConsumerWaiting
+                let current = DeliveryBatch.current === outer
+                outer.end()
+                let afterEnd = DeliveryBatch.current == nil
+                continuation.resume(returning: (began, innerBegan, waitingInBatch, current, afterEnd))
+            }
+        }
+        #expect(observed.0, "a batch began on a thread that ran none")
+        #expect(!observed.1, "a second batch began inside the first")
+        #expect(observed.2, "a yield inside the batch woke the consumer before the batch ended")
+        #expect(observed.3, "the running batch was not the one that began first")
+        #expect(observed.4, "the thread still had a batch after it ended")
+        buffer.yield(3)
+        #expect(try await consumer.value == [1, 2, 3])
+    }
+
     @Test func outsideABatchAYieldWakesAtOnce() async throws {
         let buffer = DeliveryBuffer<Int>(limit: 10, policy: .dropNewest)
         let consumer = Task { try await buffer.next() }

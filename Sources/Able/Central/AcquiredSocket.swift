@@ -57,8 +57,8 @@ package final class AcquiredSocket: Sendable {
     ///   - attMTU: The ATT MTU the backend reported.
     ///   - onValue: Called with each received message, in order, on the sockets' event loop,
     ///     straight from the socket's read handler: no task and no buffer in between, and the values of one
-    ///     run of the handler (every message that was ready) go out as one `DeliveryBatch`, so a
-    ///     stream's consumer is woken once for them. It must not block. A write socket's peer
+    ///     run of the handler (every message that was ready) go out as one `DeliveryBatch` when
+    ///     there are several, so a stream's consumer is woken once for them. It must not block. A write socket's peer
     ///     sends nothing: the default drops what it might send.
     ///   - onEnd: Called once when the socket ends, from either side (after the last value), on the
     ///     sockets' event loop. It must not block.

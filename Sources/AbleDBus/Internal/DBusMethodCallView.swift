@@ -1,3 +1,4 @@
+package import AbleStreams
 import CDBus
 
 #if canImport(Glibc)
@@ -159,10 +160,16 @@ package struct DBusVariantReader {
 
     /// The value when it is an `ay`.
     package mutating func bytes() -> [UInt8]? {
+        var storage = ByteStorage()
+        return bytes(in: &storage)
+    }
+
+    /// The value when it is an `ay`, copied into `storage`'s array if it has room.
+    package mutating func bytes(in storage: inout ByteStorage) -> [UInt8]? {
         guard dbus_message_iter_get_arg_type(&iterator) == ABLE_DBUS_TYPE_ARRAY,
             dbus_message_iter_get_element_type(&iterator) == ABLE_DBUS_TYPE_BYTE
         else { return nil }
-        return Self.fixedBytes(in: &iterator)
+        return Self.fixedBytes(in: &iterator, storage: &storage)
     }
 
     /// Walks the `a{sv}` that `dictionary` is at, handing `visit` each entry's key and a reader of
@@ -198,6 +205,12 @@ package struct DBusVariantReader {
 
     /// The bytes of the `ay` at `array`.
     static func fixedBytes(in array: inout DBusMessageIter) -> [UInt8] {
+        var storage = ByteStorage()
+        return fixedBytes(in: &array, storage: &storage)
+    }
+
+    /// The bytes of the `ay` at `array`, copied into `storage`'s array if it has room.
+    static func fixedBytes(in array: inout DBusMessageIter, storage: inout ByteStorage) -> [UInt8] {
         var elements = DBusMessageIter()
         dbus_message_iter_recurse(&array, &elements)
         guard dbus_message_iter_get_arg_type(&elements) == ABLE_DBUS_TYPE_BYTE else { return [] }
@@ -205,6 +218,6 @@ package struct DBusVariantReader {
         var count: Int32 = 0
         dbus_message_iter_get_fixed_array(&elements, &pointer, &count)
         guard let pointer, count > 0 else { return [] }
-        return Array(UnsafeRawBufferPointer(start: pointer, count: Int(count)))
+        return storage.array(of: UnsafeRawBufferPointer(start: pointer, count: Int(count)))
     }
 }

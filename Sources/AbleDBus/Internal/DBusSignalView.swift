@@ -1,3 +1,4 @@
+package import AbleStreams
 import CDBus
 
 #if canImport(Glibc)
@@ -45,11 +46,20 @@ package struct DBusSignalView {
     package func changedByteArray(
         named name: String, of interface: String
     ) throws(DBusError) -> (bytes: [UInt8]?, isOnlyChange: Bool)? {
+        var storage = ByteStorage()
+        return try changedByteArray(named: name, of: interface, storage: &storage)
+    }
+
+    /// ``changedByteArray(named:of:)``, copying the bytes into `storage`'s array if it has room:
+    /// for a receiver of every notified value, which recycles the arrays its takers did not keep.
+    package func changedByteArray(
+        named name: String, of interface: String, storage: inout ByteStorage
+    ) throws(DBusError) -> (bytes: [UInt8]?, isOnlyChange: Bool)? {
         var bytes: [UInt8]?
         var isOnlyChange = true
         let walked = try forEachChange(of: interface) { (key, value) throws(DBusError) in
             if name.withCString({ strcmp($0, key) == 0 }) {
-                guard let value = value.bytes() else {
+                guard let value = value.bytes(in: &storage) else {
                     throw DBusError(.invalidArgs, "PropertiesChanged: \(name) is not a byte array (ay)")
                 }
                 bytes = value

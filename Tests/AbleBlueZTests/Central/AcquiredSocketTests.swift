@@ -195,3 +195,89 @@ extension AcquiredSocketTests {
         }
     }
 }
+
+extension AcquiredSocketTests {
+    /// The socket's reader keeps its own copy of the streams and takes a new one when they change:
+    /// a stream that joins gets every value sent after it subscribed, one that leaves no longer
+    /// holds the others back, and all share the one socket.
+    @Test func streamsThatJoinAndLeaveASocketGetTheValuesSentWhileTheyAreSubscribed() async throws {
+        try await peripheralTests.withDevice { _, device, _, peripheral in
+            device.acquireAnswer.value = nil
+            try await peripheral.connect(timeout: .safetyNet)
+            func send(_ value: UInt8) throws {
+                let end = try #require(device.socketEnds.value["AcquireNotify:char0024"])
+                _ = [value].withUnsafeBytes { Glibc.send(end, $0.baseAddress, $0.count, 0) }
+            }
+            let first = try await peripheral.notifications(of: SeedCharacteristic.b2, delivery: .socket)
+            var firstValues = first.makeAsyncIterator()
+            try send(1)
+            #expect(try await firstValues.next() == [1])
+
+            let second = try await peripheral.notifications(of: SeedCharacteristic.b2, delivery: .socket)
+            var secondValues = second.makeAsyncIterator()
+            try send(2)
+            #expect(try await firstValues.next() == [2])
+            #expect(try await secondValues.next() == [2], "a stream that joined missed the next value")
+
+            // The first leaves: its task is cancelled while it waits.
+            let leaving = Task { [first] in
+                var values: [[UInt8]] = []
+                for try await value in first { values.append(value) }
+                return values
+            }
+            leaving.cancel()
+            _ = try await leaving.value
+            try send(3)
+            #expect(try await secondValues.next() == [3])
+
+            let third = try await peripheral.notifications(of: SeedCharacteristic.b2, delivery: .socket)
+            var thirdValues = third.makeAsyncIterator()
+            try send(4)
+            #expect(try await secondValues.next() == [4])
+            #expect(try await thirdValues.next() == [4], "a stream that joined got a value from before it")
+            #expect(device.acquisitions.value == ["AcquireNotify:char0024"], "the streams did not share the socket")
+        }
+    }
+}
+
+extension AcquiredSocketTests {
+    /// Able copies each value into the storage of the one before when no stream kept that one: a
+    /// handler that keeps every value must still find each as it came, on the socket and on the bus.
+    @Test(arguments: [NotificationDelivery.socket, .propertiesChanged])
+    func valuesAHandlerKeepsStayAsTheyCame(delivery: NotificationDelivery) async throws {
+        try await peripheralTests.withDevice { _, device, _, peripheral in
+            device.acquireAnswer.value = nil
+            try await peripheral.connect(timeout: .safetyNet)
+            let stream = try await peripheral.notifications(of: SeedCharacteristic.b2, delivery: delivery)
+            let sent: [[UInt8]] = (1...40).map { index in
+                (0..<(index % 7 + 1)).map { UInt8(truncatingIfNeeded: index * 13 + $0) }
+            }
+            let kept = Locked<[[UInt8]]>([])
+            // Every other value is kept; the rest are only looked at, so their storage is used again.
+            let looked = Locked(0)
+            let handler = Task {
+                try await stream.forEach { value in
+                    if value.first.map({ $0 % 2 == 0 }) ?? false {
+                        kept.value.append(value)
+                    } else {
+                        looked.value += 1
+                    }
+                }
+            }
+            for (index, value) in sent.enumerated() {
+                if delivery == .socket {
+                    let end = try #require(device.socketEnds.value["AcquireNotify:char0024"])
+                    _ = value.withUnsafeBytes { send(end, $0.baseAddress, $0.count, 0) }
+                } else {
+                    device.notify(1, 1, value)
+                }
+                // One at a time, as a link paces them: each alone in its wake-up.
+                try await waitUntil { kept.value.count + looked.value == index + 1 }
+            }
+            handler.cancel()
+            _ = try? await handler.value
+            #expect(kept.value == sent.filter { $0[0] % 2 == 0 })
+            #expect(looked.value == sent.filter { $0[0] % 2 != 0 }.count)
+        }
+    }
+}

@@ -165,6 +165,88 @@ struct PacketReceiverTests {
         #expect(injection.receiveMessagesCalls == 9)
     }
 
+    /// The address of an array's storage.
+    static func storage(of array: [UInt8]) -> UnsafeRawPointer? {
+        array.withUnsafeBytes { $0.baseAddress }
+    }
+
+    @Test(
+        "An SDU handed back lends its storage to the next that fits; one its taker kept is never written over",
+        arguments: [false, true])
+    func recycledStorage(batching: Bool) throws {
+        let injection = FaultInjection()
+        let (receiver, sender, socket) = try Self.receiver(
+            holding: [], receiveMTU: 100, injection: injection, batching: batching)
+        defer {
+            close(sender)
+            close(socket)
+        }
+        func receive(_ sdu: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) -> [UInt8] {
+            _ = sdu.withUnsafeBytes { Glibc.send(sender, $0.baseAddress, $0.count, 0) }
+            guard case .packet(let packet) = receiver.receive() else {
+                Issue.record("an SDU was missing", sourceLocation: sourceLocation)
+                return []
+            }
+            #expect(packet == sdu, sourceLocation: sourceLocation)
+            guard case .wouldBlock = receiver.receive() else {
+                Issue.record("no would-block after the SDU", sourceLocation: sourceLocation)
+                return packet
+            }
+            return packet
+        }
+        // Handed back with nobody else holding it: the next SDU arrives in the same storage.
+        var first: [UInt8]? = receive([1, 2, 3, 4])
+        let firstStorage = first.map(Self.storage(of:))
+        receiver.recycle(first.take()!)
+        let second = receive([5, 6, 7])
+        #expect(Self.storage(of: second) == firstStorage)
+        #expect(second.count == 3)
+
+        // Kept by its taker: handing it back leaves it as it was, and the next SDU goes elsewhere.
+        let kept = second
+        receiver.recycle(second)
+        let third = receive([8, 9, 10])
+        #expect(kept == [5, 6, 7])
+        #expect(Self.storage(of: third) != Self.storage(of: kept))
+
+        // Larger than the storage kept: a new array, whole.
+        receiver.recycle(third)
+        let large = (0..<90).map { UInt8($0) }
+        let fourth = receive(large)
+        #expect(fourth == large)
+        receiver.recycle(fourth)
+        // Then a short one in the large storage: only its own bytes.
+        let fifth = receive([42])
+        #expect(fifth == [42])
+        #expect(kept == [5, 6, 7])
+    }
+
+    @Test("The receiver tells when the SDUs it handed out were all the socket held")
+    func tookAll() throws {
+        let injection = FaultInjection()
+        let packets = (0..<3).map(Self.packet)
+        let (receiver, sender, socket) = try Self.receiver(holding: packets, receiveMTU: 100, injection: injection)
+        defer {
+            close(sender)
+            close(socket)
+        }
+        var tookAllAfter: [Bool] = []
+        for packet in packets {
+            Self.expectSDUs([packet], from: receiver)
+            tookAllAfter.append(receiver.tookAll)
+        }
+        // Three in one recvmmsg with room for eight: the socket had no more after the third.
+        #expect(tookAllAfter == [false, false, true])
+        guard case .wouldBlock = receiver.receive() else {
+            Issue.record("a drained socket did not answer would-block")
+            return
+        }
+        #expect(!receiver.tookAll, "the next receive would ask the socket")
+        _ = Self.packet(3).withUnsafeBytes { Glibc.send(sender, $0.baseAddress, $0.count, 0) }
+        Self.expectSDUs([Self.packet(3)], from: receiver)
+        #expect(receiver.tookAll)
+    }
+
     @Test("An SDU over the receive MTU in a batch ends the stream after the SDUs before it")
     func oversizedSDUInABatch() throws {
         let injection = FaultInjection()

@@ -24,7 +24,9 @@ package final class ChannelCore: @unchecked Sendable {
     /// instead of the packet buffer: for a socket whose values go on into a buffer of their own
     /// (a characteristic's notification socket feeding its streams' `DeliveryBuffer`s), with no
     /// task and no second buffer in between. The SDUs of one run of the handler are handed over
-    /// as one `DeliveryBatch`, so a consumer waiting on them is woken once per run, not per SDU.
+    /// as one `DeliveryBatch` when there are several, so a consumer waiting on them is woken once
+    /// per run, not per SDU. Each SDU's storage is used again for a later one if `packet` and
+    /// whatever it handed the SDU to kept no copy of it.
     ///
     /// Nothing stops reading: what `packet` does with a value it has no room for is its own
     /// policy (a notification stream drops the newest and counts it).
@@ -148,7 +150,7 @@ package final class ChannelCore: @unchecked Sendable {
     private func readAvailable() {
         guard case .open = lifecycle else { return }
         if let packet = directReceiver?.packet {
-            deliveryBatch.run { readDirectly(into: packet) }
+            readDirectly(into: packet)
             return
         }
         var batch = (packets: 0, bytes: 0)
@@ -184,9 +186,16 @@ package final class ChannelCore: @unchecked Sendable {
     /// ``readAvailable()`` for a ``DirectReceiver``: hands every SDU that is ready to its `packet`
     /// closure (passed alone: copying the receiver would retain both of its closures), up to a
     /// batch (``readBatch``); the rest waits for the loop's next turn.
+    ///
+    /// The SDUs go out as one ``DeliveryBatch`` when there are several; one that came alone (as a
+    /// link paces notifications) wakes its consumer once anyway, and goes out without the batch's
+    /// bookkeeping.
     private func readDirectly(into packetReceiver: @Sendable ([UInt8]) -> Void) {
         var batch = (packets: 0, bytes: 0)
+        var batchChosen = false
+        var batchStarted = false
         defer {
+            if batchStarted { deliveryBatch.end() }
             if batch.packets > longestReadRunStorage.load(ordering: .relaxed) {
                 longestReadRunStorage.store(batch.packets, ordering: .relaxed)
             }
@@ -194,9 +203,15 @@ package final class ChannelCore: @unchecked Sendable {
         while batch.packets < Self.readBatch.packets, batch.bytes < Self.readBatch.bytes {
             switch receiver.receive() {
             case .packet(let packet):
+                if !batchChosen {
+                    batchChosen = true
+                    batchStarted = !receiver.tookAll && deliveryBatch.begin()
+                }
                 batch.packets += 1
                 batch.bytes += packet.count
                 packetReceiver(packet)
+                // A value its takers did not keep lends its storage to the next one.
+                receiver.recycle(packet)
             case .wouldBlock:
                 return
             case .end(let error):

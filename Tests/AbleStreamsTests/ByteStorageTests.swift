@@ -1,0 +1,50 @@
+import Testing
+
+@testable import AbleStreams
+
+/// `ByteStorage`: an array handed back with nobody else holding it lends its storage to the next
+/// that fits; one someone kept is never written to.
+struct ByteStorageTests {
+    static func address(of array: [UInt8]) -> UnsafeRawPointer? {
+        array.withUnsafeBytes { $0.baseAddress }
+    }
+
+    static func array(_ bytes: [UInt8], in storage: inout ByteStorage) -> [UInt8] {
+        bytes.withUnsafeBytes { storage.array(of: $0) }
+    }
+
+    @Test func anArrayNobodyKeptLendsItsStorageToTheNext() {
+        var storage = ByteStorage()
+        var first: [UInt8]? = Self.array([1, 2, 3, 4], in: &storage)
+        let firstAddress = first.map(Self.address(of:))
+        #expect(first == [1, 2, 3, 4])
+        storage.recycle(first.take()!)
+        let second = Self.array([5, 6], in: &storage)
+        #expect(second == [5, 6])
+        #expect(Self.address(of: second) == firstAddress)
+    }
+
+    @Test func anArraySomeoneKeptIsNeverWrittenTo() {
+        var storage = ByteStorage()
+        var first: [UInt8]? = Self.array([1, 2, 3], in: &storage)
+        let kept = first!
+        storage.recycle(first.take()!)
+        let second = Self.array([9, 9, 9], in: &storage)
+        #expect(kept == [1, 2, 3])
+        #expect(second == [9, 9, 9])
+        #expect(Self.address(of: second) != Self.address(of: kept))
+    }
+
+    @Test func anArrayLargerThanTheStorageKeptGetsNewStorageAndAShortOneOnlyItsBytes() {
+        var storage = ByteStorage()
+        var small: [UInt8]? = Self.array([1], in: &storage)
+        storage.recycle(small.take()!)
+        let bytes = (0..<200).map { UInt8($0) }
+        var large: [UInt8]? = Self.array(bytes, in: &storage)
+        #expect(large == bytes)
+        storage.recycle(large.take()!)
+        let short = Self.array([7, 8], in: &storage)
+        #expect(short == [7, 8])
+        #expect(Self.array([], in: &storage) == [])
+    }
+}
