@@ -6,8 +6,9 @@
 /// storage, so a paced value costs no allocation and no free. An array someone kept is never
 /// written to: Swift's arrays are values, and the storage is reused only when it is unique.
 ///
-/// The storage kept is never larger than the largest array made, so an array handed out in it
-/// has at most that capacity.
+/// An array is made in the storage kept only if that storage is at most twice its size, plus 64
+/// bytes: a consumer that keeps many small values (a stream's buffer) does not keep a large
+/// storage with each of them.
 ///
 /// Not thread-safe: a value type, kept by the one producer that uses it.
 package struct ByteStorage {
@@ -16,9 +17,12 @@ package struct ByteStorage {
 
     package init() {}
 
-    /// An array of these bytes: in the storage kept, if it has room, else a new one.
+    /// An array of these bytes: in the storage kept, if it has room and is not much larger, else
+    /// a new one.
     package mutating func array(of bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        guard spare.capacity >= bytes.count else { return Self.newArray(of: bytes) }
+        guard spare.capacity >= bytes.count, spare.capacity <= 2 * bytes.count + 64 else {
+            return Self.newArray(of: bytes)
+        }
         var value: [UInt8] = []
         swap(&value, &spare)
         value.append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))

@@ -35,16 +35,26 @@ struct ByteStorageTests {
         #expect(Self.address(of: second) != Self.address(of: kept))
     }
 
-    @Test func anArrayLargerThanTheStorageKeptGetsNewStorageAndAShortOneOnlyItsBytes() {
+    @Test func anArrayLargerThanTheStorageKeptGetsNewStorageAndAMuchSmallerOneToo() {
         var storage = ByteStorage()
         var small: [UInt8]? = Self.array([1], in: &storage)
         storage.recycle(small.take()!)
         let bytes = (0..<200).map { UInt8($0) }
         var large: [UInt8]? = Self.array(bytes, in: &storage)
         #expect(large == bytes)
+        let largeAddress = large.map(Self.address(of:))
         storage.recycle(large.take()!)
+        // A value near the large one's size goes in its storage.
+        let near = (0..<150).map { UInt8($0 &+ 1) }
+        var nearArray: [UInt8]? = Self.array(near, in: &storage)
+        #expect(nearArray == near)
+        #expect(nearArray.map(Self.address(of:)) == largeAddress)
+        storage.recycle(nearArray.take()!)
+        // A much smaller one does not: kept, it would keep all of that storage.
         let short = Self.array([7, 8], in: &storage)
         #expect(short == [7, 8])
+        #expect(Self.address(of: short) != largeAddress)
+        #expect(short.capacity <= 2 * 2 + 64)
         #expect(Self.array([], in: &storage) == [])
     }
 }

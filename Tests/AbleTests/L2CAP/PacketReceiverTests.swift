@@ -215,7 +215,7 @@ struct PacketReceiverTests {
         let fourth = receive(large)
         #expect(fourth == large)
         receiver.recycle(fourth)
-        // Then a short one in the large storage: only its own bytes.
+        // Then a short one: its own bytes only.
         let fifth = receive([42])
         #expect(fifth == [42])
         #expect(kept == [5, 6, 7])
