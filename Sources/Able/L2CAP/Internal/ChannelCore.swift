@@ -192,7 +192,6 @@ package final class ChannelCore: @unchecked Sendable {
     /// bookkeeping.
     private func readDirectly(into packetReceiver: @Sendable ([UInt8]) -> Void) {
         var batch = (packets: 0, bytes: 0)
-        var batchChosen = false
         var batchStarted = false
         defer {
             if batchStarted { deliveryBatch.end() }
@@ -203,10 +202,8 @@ package final class ChannelCore: @unchecked Sendable {
         while batch.packets < Self.readBatch.packets, batch.bytes < Self.readBatch.bytes {
             switch receiver.receive() {
             case .packet(let packet):
-                if !batchChosen {
-                    batchChosen = true
-                    batchStarted = !receiver.tookAll && deliveryBatch.begin()
-                }
+                // Decided at the first SDU: a batch only if it did not come alone.
+                if batch.packets == 0 { batchStarted = !receiver.tookAll && deliveryBatch.begin() }
                 batch.packets += 1
                 batch.bytes += packet.count
                 packetReceiver(packet)

@@ -157,10 +157,10 @@ final class PacketReceiver: @unchecked Sendable {
                 let large = receiveMTU > Self.directReceiveThreshold && length >= receiveMTU / 2
                 defer { expectsLargeSDU = large }
                 guard let direct else {
-                    return .packet(copy(UnsafeRawBufferPointer(rebasing: scratch[..<length])))
+                    return .packet(storage.array(of: UnsafeRawBufferPointer(rebasing: scratch[..<length])))
                 }
                 // Keep the array the SDU arrived in only if the SDU fills half of it or more.
-                return .packet(large ? direct : direct.withUnsafeBytes { copy($0) })
+                return .packet(large ? direct : direct.withUnsafeBytes { storage.array(of: $0) })
             case .failure(let errno):
                 if let outcome = failed(errno) { return outcome }
             }
@@ -242,7 +242,7 @@ final class PacketReceiver: @unchecked Sendable {
             return ending
         }
         let slot = vectors[index]
-        return .packet(copy(UnsafeRawBufferPointer(start: slot.iov_base, count: length)))
+        return .packet(storage.array(of: UnsafeRawBufferPointer(start: slot.iov_base, count: length)))
     }
 
     /// For a consumer that found no SDU buffered: the next one if it is there, else `nil`. An
@@ -257,11 +257,6 @@ final class PacketReceiver: @unchecked Sendable {
             kickReader()
             return nil
         }
-    }
-
-    /// An array of these bytes, in the storage an SDU handed back left if it has room.
-    private func copy(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        storage.array(of: bytes)
     }
 
     /// Takes back an SDU this receiver handed out, once its taker is done with it: if nobody else
