@@ -195,6 +195,20 @@ private struct PathResult {
     }
 }
 
+extension PathResult {
+    /// The median rate and the median CPU of several runs of one path (each median on its own),
+    /// with the fewest values any run received.
+    init(medianOf runs: [PathResult]) {
+        rate = median(runs.map(\.rate))
+        cpu = median(runs.map(\.cpu))
+        received = runs.map(\.received).min() ?? 0
+        distinct = runs.map(\.distinct).min() ?? 0
+        outOfOrder = runs.map(\.outOfOrder).max() ?? 0
+        altered = runs.map(\.altered).max() ?? 0
+        setup = runs.compactMap(\.setup).isEmpty ? nil : median(runs.compactMap(\.setup))
+    }
+}
+
 /// What a C reference run printed.
 private struct ReferenceOutput {
     var start: Double
@@ -251,15 +265,16 @@ private func runReference(_ path: String, _ arguments: [String]) async throws ->
     return text
 }
 
-/// `gatt-central ADAPTER COUNT LARGE_COUNT NOTIFICATIONS REFERENCE`: finds the benchmark server,
-/// connects, and measures, one run each: writes without response of 20 bytes (COUNT) and of the
-/// largest size the write socket's MTU allows (LARGE_COUNT) through Able's `AcquireWrite` socket,
-/// Able's D-Bus `WriteValue` and the C reference; then NOTIFICATIONS notifications of 20 bytes
-/// through Able's `AcquireNotify` socket, Able's `PropertiesChanged` and the C reference. Prints
+/// `gatt-central ADAPTER COUNT LARGE_COUNT NOTIFICATIONS ROUNDS REFERENCE`: finds the benchmark
+/// server, connects, and measures: writes without response of 20 bytes (COUNT) and of the largest
+/// size the write socket's MTU allows (LARGE_COUNT) through Able's `AcquireWrite` socket, Able's
+/// D-Bus `WriteValue` and the C reference, one run each; then, in each of ROUNDS rounds,
+/// NOTIFICATIONS notifications of 20 bytes through Able's `AcquireNotify` socket, Able's
+/// `PropertiesChanged` and the C reference, the figures being the rounds' medians. Prints
 /// SCANNING once scanning (the server must start advertising after that: the emulated controllers
 /// report an advertisement once per scan), then the figures.
 func runGATTCentral(
-    adapter name: String, count: Int, largeCount: Int, notifications: Int, reference: String
+    adapter name: String, count: Int, largeCount: Int, notifications: Int, rounds: Int, reference: String
 ) async throws -> Measurement? {
     let adapter = try await Adapter.named(name)
     let scan = try await adapter.scan(ScanFilter(serviceUUIDs: [GATTBenchShape.service]))
@@ -293,7 +308,8 @@ func runGATTCentral(
             try await measureWrites(peripheral, sink: sink, size: size, count: n, reference: reference, adapter: name)
         }
         if notifications > 0 {
-            try await measureNotifications(peripheral, count: notifications, reference: reference, adapter: name)
+            try await measureNotifications(
+                peripheral, count: notifications, rounds: rounds, reference: reference, adapter: name)
         }
     }
     return nil
@@ -387,8 +403,9 @@ private func measureWrites(
     printFigure(figure, able: socket, reference: c)
 }
 
-private func measureNotifications(_ peripheral: Peripheral, count: Int, reference: String, adapter: String) async throws
-{
+private func measureNotifications(
+    _ peripheral: Peripheral, count: Int, rounds: Int, reference: String, adapter: String
+) async throws {
     let figure = "gatt-notify-socket"
     let size = 20
     printAndFlush(
@@ -397,58 +414,98 @@ private func measureNotifications(_ peripheral: Peripheral, count: Int, referenc
             + "two); the central asks the server for them with a write to its control characteristic (the "
             + "server waits \(GATTBenchShape.notificationDelay) before the first). The figure spans the "
             + "notifications after the first, from the moment the first was taken to the last, on both sides "
-            + "alike; the cpu is the central process's; the CPU from the request to the first is printed apart")
-    var results: [NotificationDelivery: PathResult] = [:]
-    for delivery in [NotificationDelivery.socket, .propertiesChanged] {
-        for consumer in [GATTNotificationConsumer.loop, .handler] {
-            while try await stats(peripheral).notifying { try await Task.sleep(for: .milliseconds(250)) }
-            let stream = try await peripheral.notifications(of: GATTBenchShape.streamID, delivery: delivery)
-            let start = Mark.now()
-            let receiving = Task.detached { () async throws -> NotificationTally in
-                try await consumer.receive(stream, count: count, size: size)
+            + "alike; the cpu is the central process's; the CPU from the request to the first is printed apart. "
+            + "\(rounds) rounds, each taking every Able path and then the C reference in turn; the figures are "
+            + "the medians of the rounds")
+    var able: [NotificationDelivery: [GATTNotificationConsumer: [PathResult]]] = [:]
+    var c: [PathResult] = []
+    for round in 1...rounds {
+        for delivery in [NotificationDelivery.socket, .propertiesChanged] {
+            for consumer in [GATTNotificationConsumer.loop, .handler] {
+                let result = try await receiveNotifications(
+                    peripheral, delivery: delivery, consumer: consumer, count: count, size: size)
+                let label = delivery == .socket ? "AcquireNotify socket" : "D-Bus PropertiesChanged"
+                printAndFlush(
+                    "# \(figure) able (\(label), \(consumer.label)), round \(round): "
+                        + result.describe(count, unit: "notification"))
+                able[delivery, default: [:]][consumer, default: []].append(result)
             }
-            try await peripheral.write(
-                [1] + (0..<4).map { UInt8(truncatingIfNeeded: count >> (8 * $0)) } + [UInt8(size), 0],
-                to: GATTBenchShape.controlID)
-            let watchdog = Task {
-                try await Task.sleep(for: .seconds(Double(count) / 2 + 60))
-                receiving.cancel()
-            }
-            let tally = try await receiving.value
-            watchdog.cancel()
-            let result = tally.result(start: start, end: Mark.now())
-            let label = delivery == .socket ? "AcquireNotify socket" : "D-Bus PropertiesChanged"
-            printAndFlush(
-                "# \(figure) able (\(label), \(consumer.label)): \(result.describe(count, unit: "notification"))")
-            // Each path's figure is the better of the two public ways to take values: all
-            // arrived, then the lower CPU.
-            if let best = results[delivery],
-                best.isComplete(count) && (!result.isComplete(count) || best.cpu <= result.cpu)
-            {
-                continue
-            }
-            results[delivery] = result
         }
+        while try await stats(peripheral).notifying { try await Task.sleep(for: .milliseconds(250)) }
+        let output = try ReferenceOutput(
+            try await runReference(
+                reference,
+                [
+                    "notify", adapter, GATTBenchShape.stream.uuidString, GATTBenchShape.control.uuidString,
+                    "\(count)", "\(size)",
+                ]),
+            count: count)
+        let result = PathResult(
+            rate: Double(output.operations) / output.wall, cpu: output.cpu, received: count,
+            distinct: count - output.lost, outOfOrder: output.reordered, setup: output.setup)
+        printAndFlush(
+            "# \(figure) reference (C, AcquireNotify through libdbus), round \(round): "
+                + result.describe(count, unit: "notification"))
+        c.append(result)
     }
-    while try await stats(peripheral).notifying { try await Task.sleep(for: .milliseconds(250)) }
-    let output = try ReferenceOutput(
-        try await runReference(
-            reference,
-            [
-                "notify", adapter, GATTBenchShape.stream.uuidString, GATTBenchShape.control.uuidString, "\(count)",
-                "\(size)",
-            ]),
-        count: count)
-    let c = PathResult(
-        rate: Double(output.operations) / output.wall, cpu: output.cpu, received: count, distinct: count - output.lost,
-        outOfOrder: output.reordered, setup: output.setup)
-    printAndFlush(
-        "# \(figure) reference (C, AcquireNotify through libdbus): \(c.describe(count, unit: "notification"))")
-    let (socket, bus) = (results[.socket]!, results[.propertiesChanged]!)
+    // Each path's figure is the better of the two public ways to take values: all arrived in every
+    // round, then the lower median CPU.
+    func best(_ delivery: NotificationDelivery) -> (GATTNotificationConsumer, [PathResult]) {
+        let runs = able[delivery]!
+        let (loop, handler) = (runs[.loop]!, runs[.handler]!)
+        let loopComplete = loop.allSatisfy { $0.isComplete(count) }
+        let handlerComplete = handler.allSatisfy { $0.isComplete(count) }
+        if loopComplete != handlerComplete { return handlerComplete ? (.handler, handler) : (.loop, loop) }
+        return median(handler.map(\.cpu)) <= median(loop.map(\.cpu)) ? (.handler, handler) : (.loop, loop)
+    }
+    let (socketConsumer, socketRuns) = best(.socket)
+    let (_, busRuns) = best(.propertiesChanged)
+    let socket = PathResult(medianOf: socketRuns)
+    let bus = PathResult(medianOf: busRuns)
+    let reference = PathResult(medianOf: c)
     printAndFlush(
         "# \(figure) socket against D-Bus: cpu ratio \(fixed(bus.cpu / socket.cpu, 2)) (goal 3), "
-            + "rate ratio \(fixed(socket.rate / bus.rate, 2))")
-    printFigure(figure, able: socket, reference: c)
+            + "rate ratio \(fixed(socket.rate / bus.rate, 2)) (medians)")
+    // The guest's pace and the host's load drift from round to round; the ratio of each round's C
+    // run to the Able run of the same round shows how much of the spread both sides shared.
+    let paired = zip(c, socketRuns).map { $0.cpu / $1.cpu }
+    printAndFlush(
+        "# \(figure): figure below is Able through the \(socketConsumer.label) (median of \(rounds) rounds); "
+            + "cpu ratio round by round: \(paired.map { fixed($0, 2) }.joined(separator: " ")); "
+            + "median \(fixed(median(paired), 2))")
+    printFigure(figure, able: socket, reference: reference)
+}
+
+/// Takes `count` notifications through `delivery` and `consumer`, after the server has finished
+/// any it was sending.
+private func receiveNotifications(
+    _ peripheral: Peripheral, delivery: NotificationDelivery, consumer: GATTNotificationConsumer, count: Int,
+    size: Int
+) async throws -> PathResult {
+    while try await stats(peripheral).notifying { try await Task.sleep(for: .milliseconds(250)) }
+    let stream = try await peripheral.notifications(of: GATTBenchShape.streamID, delivery: delivery)
+    let start = Mark.now()
+    let receiving = Task.detached { () async throws -> NotificationTally in
+        try await consumer.receive(stream, count: count, size: size)
+    }
+    try await peripheral.write(
+        [1] + (0..<4).map { UInt8(truncatingIfNeeded: count >> (8 * $0)) } + [UInt8(size), 0],
+        to: GATTBenchShape.controlID)
+    let watchdog = Task {
+        try await Task.sleep(for: .seconds(Double(count) / 2 + 60))
+        receiving.cancel()
+    }
+    let tally = try await receiving.value
+    watchdog.cancel()
+    return tally.result(start: start, end: Mark.now())
+}
+
+/// The middle value of `values` (the mean of the two middle ones for an even count).
+private func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    guard !sorted.isEmpty else { return 0 }
+    let middle = sorted.count / 2
+    return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
 }
 
 private func printFigure(_ figure: String, able: PathResult, reference: PathResult) {

@@ -81,10 +81,11 @@ let commands: [Command] = [
     Command(name: "gatt-server", arguments: ["ADAPTER"]) { a in
         try await runGATTServer(adapter: a[0])
     },
-    Command(name: "gatt-central", arguments: ["ADAPTER", "N", "LARGE_N", "NOTIFICATIONS", "C_REFERENCE"]) { a in
+    Command(name: "gatt-central", arguments: ["ADAPTER", "N", "LARGE_N", "NOTIFICATIONS", "ROUNDS", "C_REFERENCE"]) {
+        a in
         try await runGATTCentral(
             adapter: a[0], count: integer(a[1]), largeCount: integer(a[2]), notifications: integer(a[3]),
-            reference: a[4])
+            rounds: max(integer(a[4]), 1), reference: a[5])
     },
 ]
 
