@@ -323,6 +323,12 @@ private func stats(_ peripheral: Peripheral) async throws -> ServerStats {
     try ServerStats(try await peripheral.read(GATTBenchShape.controlID))
 }
 
+/// Waits until the server has sent every notification it was asked for, so that a run starts
+/// on a quiet link.
+private func waitUntilNotificationsEnd(_ peripheral: Peripheral) async throws {
+    while try await stats(peripheral).notifying { try await Task.sleep(for: .milliseconds(250)) }
+}
+
 /// Reads the server's stats until `count` distinct values arrived, or none arrived for 20 s.
 private func waitForArrivals(_ peripheral: Peripheral, count: Int) async throws -> ServerStats {
     var last = try await stats(peripheral)
@@ -431,7 +437,7 @@ private func measureNotifications(
                 able[delivery, default: [:]][consumer, default: []].append(result)
             }
         }
-        while try await stats(peripheral).notifying { try await Task.sleep(for: .milliseconds(250)) }
+        try await waitUntilNotificationsEnd(peripheral)
         let output = try ReferenceOutput(
             try await runReference(
                 reference,
@@ -482,7 +488,7 @@ private func receiveNotifications(
     _ peripheral: Peripheral, delivery: NotificationDelivery, consumer: GATTNotificationConsumer, count: Int,
     size: Int
 ) async throws -> PathResult {
-    while try await stats(peripheral).notifying { try await Task.sleep(for: .milliseconds(250)) }
+    try await waitUntilNotificationsEnd(peripheral)
     let stream = try await peripheral.notifications(of: GATTBenchShape.streamID, delivery: delivery)
     let start = Mark.now()
     let receiving = Task.detached { () async throws -> NotificationTally in
