@@ -32,7 +32,15 @@
  *     that each is 20 bytes with the next sequence number, and prints its result line (the rate is
  *     the drain's: from the first message to the last).
  *
- * In the socket modes it then serves until the client leaves the bus (it may still call Disconnect).
+ *   fake-bluez ADDRESS write-dbus N
+ *     For central-write-dbus: refuses AcquireWrite (NotSupported, as a BlueZ does for a
+ *     characteristic it will not give a socket for) and answers GattCharacteristic1.WriteValue(ay,
+ *     a{sv}) at once, as bluetoothd answers a Write Command (options type "command"); checks that
+ *     each value is 20 bytes with the next sequence number, and after N prints its result line (the
+ *     rate from the first write to the last).
+ *
+ * In the socket modes and in write-dbus it then serves until the client leaves the bus (it may
+ * still call Disconnect).
  * In notify mode it then serves until the subscriber leaves (StopNotify, or its connection
  * closes), or 10 s pass; in readvalue mode it leaves the bus as soon as every call is answered
  * (the server then knows the load is over: a server's handler runs before its reply is sent). */
@@ -42,7 +50,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-enum mode { NOTIFY, READVALUE, NOTIFY_SOCKET, WRITE_SOCKET };
+enum mode { NOTIFY, READVALUE, NOTIFY_SOCKET, WRITE_SOCKET, WRITE_DBUS };
 
 static DBusConnection *connection;
 static enum mode mode;
@@ -200,6 +208,54 @@ static void acquire(DBusMessage *call) {
     start_requested = 1;
 }
 
+/* write-dbus: what the WriteValue calls carried. */
+static long dbus_writes, dbus_lost, dbus_reordered;
+static uint64_t dbus_expected;
+static bench_mark dbus_first;
+
+/* Whether WriteValue's options (a{sv}) say type "command": a write without response. */
+static int is_command(DBusMessageIter *options) {
+    DBusMessageIter dict, entry, variant;
+    if (dbus_message_iter_get_arg_type(options) != DBUS_TYPE_ARRAY) return 0;
+    dbus_message_iter_recurse(options, &dict);
+    while (dbus_message_iter_get_arg_type(&dict) == DBUS_TYPE_DICT_ENTRY) {
+        const char *key = NULL, *value = NULL;
+        dbus_message_iter_recurse(&dict, &entry);
+        dbus_message_iter_get_basic(&entry, &key);
+        dbus_message_iter_next(&entry);
+        dbus_message_iter_recurse(&entry, &variant);
+        if (strcmp(key, "type") == 0 && dbus_message_iter_get_arg_type(&variant) == DBUS_TYPE_STRING) {
+            dbus_message_iter_get_basic(&variant, &value);
+            return strcmp(value, "command") == 0;
+        }
+        dbus_message_iter_next(&dict);
+    }
+    return 0;
+}
+
+/* Answers WriteValue (write-dbus mode) at once, after checking the value and its sequence number. */
+static void write_value(DBusMessage *call) {
+    if (mode != WRITE_DBUS) {
+        bench_reply_error(connection, call, "org.bluez.Error.NotSupported", "Not Supported");
+        return;
+    }
+    DBusMessageIter iter, array;
+    const unsigned char *bytes = NULL;
+    int length = 0;
+    if (!dbus_message_iter_init(call, &iter) || dbus_message_iter_get_arg_type(&iter) != DBUS_TYPE_ARRAY ||
+        dbus_message_iter_get_element_type(&iter) != DBUS_TYPE_BYTE)
+        bench_die("WriteValue arguments are not (ay, a{sv})", NULL);
+    dbus_message_iter_recurse(&iter, &array);
+    dbus_message_iter_get_fixed_array(&array, &bytes, &length);
+    if (!dbus_message_iter_next(&iter) || !is_command(&iter)) bench_die("WriteValue without type command", NULL);
+    if (length != BENCH_VALUE_LENGTH) bench_die("a written value is not 20 bytes", NULL);
+    if (dbus_writes == 0) dbus_first = bench_mark_now();
+    bench_track_sequence(bench_sequence(bytes), &dbus_expected, &dbus_lost, &dbus_reordered);
+    dbus_writes++;
+    bench_reply_empty(connection, call);
+    set_peer(dbus_message_get_sender(call));
+}
+
 static DBusHandlerResult filter(DBusConnection *unused, DBusMessage *message, void *data) {
     (void)unused;
     (void)data;
@@ -233,6 +289,9 @@ static DBusHandlerResult filter(DBusConnection *unused, DBusMessage *message, vo
                 dbus_message_is_method_call(message, BENCH_GATT_INTERFACE, "AcquireWrite")) &&
                strcmp(path, BLUEZ_CHARACTERISTIC_PATH) == 0) {
         acquire(message);
+    } else if (dbus_message_is_method_call(message, BENCH_GATT_INTERFACE, "WriteValue") &&
+               strcmp(path, BLUEZ_CHARACTERISTIC_PATH) == 0) {
+        write_value(message);
     } else if (dbus_message_is_method_call(message, "org.bluez.GattManager1", "RegisterApplication") &&
                strcmp(path, BLUEZ_ADAPTER_PATH) == 0) {
         if (mode != READVALUE || registration != NULL || peer != NULL) {
@@ -460,6 +519,9 @@ int main(int argc, char **argv) {
         mode = strcmp(argv[2], "notify-socket") == 0 ? NOTIFY_SOCKET : WRITE_SOCKET;
         count = atol(argv[3]);
         per_second = argc == 5 ? atol(argv[4]) : 0;
+    } else if (argc == 4 && strcmp(argv[2], "write-dbus") == 0) {
+        mode = WRITE_DBUS;
+        count = atol(argv[3]);
     } else if ((argc == 6 || (argc == 7 && strcmp(argv[6], "bluez-options") == 0)) &&
                strcmp(argv[2], "readvalue") == 0) {
         mode = READVALUE;
@@ -470,6 +532,7 @@ int main(int argc, char **argv) {
     } else {
         fprintf(stderr, "usage: fake-bluez ADDRESS notify N [PER_SECOND]\n"
                         "       fake-bluez ADDRESS notify-socket|write-socket N [PER_SECOND]\n"
+                        "       fake-bluez ADDRESS write-dbus N\n"
                         "       fake-bluez ADDRESS readvalue N WINDOW WARMUP [bluez-options]\n");
         return 2;
     }
@@ -497,6 +560,13 @@ int main(int argc, char **argv) {
                 feed_socket();
             else
                 drain_socket();
+            finished = 1;
+            finished_at = bench_now();
+        }
+        if (mode == WRITE_DBUS && dbus_writes == count && !emitted) {
+            bench_mark end = bench_mark_now();
+            bench_report(count, end.wall - dbus_first.wall, dbus_first, end, dbus_lost, dbus_reordered, 0);
+            emitted = 1;
             finished = 1;
             finished_at = bench_now();
         }
