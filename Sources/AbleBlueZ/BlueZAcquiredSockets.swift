@@ -10,9 +10,13 @@ extension BlueZPeripheralBackend {
 
     func writeSocket(for characteristic: GATTCharacteristic) async throws -> AcquiredSocket? {
         guard characteristic.properties.contains(.writeWithoutResponse) else { return nil }
-        let path = try objectPath(characteristic)
-        if let socket = system.writeSockets.openSocket(for: path) { return socket }
-        return try await system.writeSockets.socket(for: path) { () async throws -> AcquiredSocketTable.Acquisition in
+        // The table is looked up by the path the handles name, unchecked: an open socket or a
+        // remembered refusal is found without reading the tree (a write over the bus checks the
+        // object itself). Only an acquisition checks that the object is still this
+        // characteristic.
+        guard let key = characteristic.id.path(device: path) else { return nil }
+        return try await system.writeSockets.socket(for: key) { () async throws -> AcquiredSocketTable.Acquisition in
+            let path = try objectPath(characteristic)
             do {
                 let (descriptor, mtu) = try await Self.acquire("AcquireWrite", path, system: system)
                 return .acquired(try AcquiredSocket(socket: descriptor, attMTU: mtu))

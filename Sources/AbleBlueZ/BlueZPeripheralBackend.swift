@@ -291,15 +291,18 @@ struct BlueZPeripheralBackend: PeripheralBackend {
     /// (`Failed: Operation failed with ATT error: 0x0e`), or `NotConnected`, often before it
     /// announces `Connected = false`: such a failure means a disconnect when the device is, or
     /// becomes within ``linkLossGrace``, disconnected. The original error is the cause.
-    private func request<T: Sendable>(_ what: String, _ body: (DBusCallInterruption) async throws -> T) async throws
-        -> T
-    {
+    ///
+    /// `what` is made only when the link dropped: it names the attribute's UUID, whose text costs
+    /// more to make than the rest of a request's work on Able's side.
+    private func request<T: Sendable>(
+        _ what: @autoclosure () -> String, _ body: (DBusCallInterruption) async throws -> T
+    ) async throws -> T {
         do {
             return try await answered(body)
         } catch let error as BluetoothError where error.attError == .unlikelyError || error.code == .notConnected {
             guard await becomesDisconnected(within: Self.linkLossGrace) else { throw error }
             throw BluetoothError(
-                .disconnected, message: "\(address) disconnected during the \(what)", cause: error,
+                .disconnected, message: "\(address) disconnected during the \(what())", cause: error,
                 errorName: error.errorName, attError: error.attError)
         }
     }

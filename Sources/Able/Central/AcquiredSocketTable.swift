@@ -30,12 +30,17 @@ package final class AcquiredSocketTable<Key: Hashable & Sendable>: Sendable {
     }
 
     /// The open socket of `key`, acquired with `acquire` when there is none; `nil` when the
-    /// backend refuses.
+    /// backend refuses. An open socket and a remembered refusal are found with one lock and no
+    /// wait: where the backend refused for good, every write over the bus asks this first.
     package func socket(
         for key: Key, isolation: isolated (any Actor)? = #isolation,
         acquire: () async throws -> Acquisition
     ) async throws -> AcquiredSocket? {
-        if let socket = openSocket(for: key) { return socket }
+        switch entries.withLock({ $0[key] }) {
+        case .socket(let socket) where socket.acceptsWrites: return socket
+        case .refused: return nil
+        case .socket, nil: break
+        }
         return try await acquiring.withLock { () async throws -> AcquiredSocket? in
             switch entries.withLock({ $0[key] }) {
             case .socket(let socket) where socket.acceptsWrites: return socket

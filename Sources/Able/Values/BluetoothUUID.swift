@@ -57,18 +57,27 @@ public struct BluetoothUUID: Hashable, Comparable, Sendable {
     /// - Parameter string: The text to parse.
     /// - Returns: `nil` if `string` is in none of the three forms.
     public init?(_ string: some StringProtocol) {
-        // One pass over the text, allocating nothing: identifiers spelled as text (string-backed
-        // enums) are parsed on every operation that names them.
+        // One pass over the text's bytes in place, allocating nothing: identifiers spelled as text
+        // (string-backed enums, BlueZ's `UUID` properties) are parsed on every operation that
+        // names them. The pass reads a buffer, not the generic text: through `StringProtocol`,
+        // unspecialized in another module, each byte cost a call through a witness table.
+        guard
+            let parsed = string.utf8.withContiguousStorageIfAvailable(Self.parse)
+                ?? Array(string.utf8).withUnsafeBufferPointer(Self.parse)
+        else { return nil }
+        self = parsed
+    }
+
+    /// The UUID that `utf8` spells in one of the forms ``init(_:)`` accepts, or `nil`.
+    private static func parse(_ utf8: UnsafeBufferPointer<UInt8>) -> BluetoothUUID? {
+        guard utf8.count <= 36 else { return nil }
         var value: UInt128 = 0
-        var length = 0
         var dashes = 0
-        for character in string.utf8 {
-            length += 1
-            guard length <= 36 else { return nil }
+        for (offset, character) in utf8.enumerated() {
             if character == UInt8(ascii: "-") {
                 // Only where the 8-4-4-4-12 form has them.
-                switch length {
-                case 9, 14, 19, 24: dashes += 1
+                switch offset {
+                case 8, 13, 18, 23: dashes += 1
                 default: return nil
                 }
                 continue
@@ -76,10 +85,10 @@ public struct BluetoothUUID: Hashable, Comparable, Sendable {
             guard let digit = Hex.value(of: character) else { return nil }
             value = value << 4 | UInt128(digit)
         }
-        switch (length, dashes) {
-        case (4, 0): self.init(uuid16: UInt16(value))
-        case (8, 0): self.init(uuid32: UInt32(value))
-        case (36, 4): self.init(uuid128: value)
+        switch (utf8.count, dashes) {
+        case (4, 0): return BluetoothUUID(uuid16: UInt16(value))
+        case (8, 0): return BluetoothUUID(uuid32: UInt32(value))
+        case (36, 4): return BluetoothUUID(uuid128: value)
         default: return nil
         }
     }

@@ -29,9 +29,23 @@ extension RemoteAttributeID {
     }
 
     /// The path of the object this identity names under the device object `device`.
+    ///
+    /// Every request on an attribute rebuilds its path: it is made in one string, and not checked
+    /// again, since a valid device path followed by `/`, a kind's letters and four hex digits per
+    /// level is a valid path.
     func path(device: DBusObjectPath) -> DBusObjectPath? {
         guard (1...Self.kinds.count).contains(components.count) else { return nil }
-        let names = zip(Self.kinds, components).map { kind, handle in kind + Hex.format(handle, digits: 4) }
-        return DBusObjectPath(rawValue: device.rawValue + "/" + names.joined(separator: "/"))
+        var text = device.rawValue
+        text.reserveCapacity(text.utf8.count + components.count * 13)
+        for (kind, handle) in zip(Self.kinds, components) {
+            text += "/"
+            text += kind
+            for shift in stride(from: 12, through: 0, by: -4) {
+                let digit = UInt8(truncatingIfNeeded: handle >> UInt16(shift)) & 0xF
+                text.unicodeScalars.append(
+                    Unicode.Scalar(digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10))
+            }
+        }
+        return DBusObjectPath(unchecked: text)
     }
 }

@@ -25,7 +25,8 @@ public struct DBusObjectPath: RawRepresentable, Hashable, Comparable, Sendable, 
         self = path
     }
 
-    init(unchecked rawValue: String) {
+    /// A path whose text the caller made valid by construction, taken without checking it again.
+    package init(unchecked rawValue: String) {
         self.rawValue = rawValue
     }
 

@@ -34,6 +34,14 @@ struct BluetoothUUIDTests {
         #expect(BluetoothUUID(text) == nil)
     }
 
+    @Test("A substring parses as the text it spells, and only that text")
+    func substringsParse() {
+        let line = "UUID=0000180d-0000-1000-8000-00805f9b34fb;"
+        #expect(BluetoothUUID(line.dropFirst(5).dropLast()) == .heartRate)
+        #expect(BluetoothUUID(line.dropFirst(5)) == nil)
+        #expect(BluetoothUUID(line.dropFirst(4).dropLast()) == nil)
+    }
+
     @Test("A 128-bit UUID outside the base range keeps its value and has no short form")
     func customUUIDHasNoShortForm() {
         let uuid: BluetoothUUID = "12E61727-B41A-436F-B64D-4777B35F2294"
