@@ -446,25 +446,14 @@ final class ConnectionCore: @unchecked Sendable {
         let pathText = dbus_message_get_path(message).map { headerStrings.string($0) } ?? "/"
         let view = DBusSignalView(
             message: message, sender: sender, path: pathText, interface: interface, member: member)
-        // Decoded once, and only if a subscriber takes decoded signals. Two optionals, not an
-        // optional `Result`: a signal read only in place (every notified value) then ends with
-        // two inline checks instead of the runtime's multi-payload enum calls.
+        // Decoded once, at the first taker of decoded signals: a signal read only in place (every
+        // notified value) is never decoded. A plain optional, read in place where it is handed
+        // on: wrapping it in a `Result` or a closure copied the signal (a retain of each of its
+        // strings and of its arguments) once more per taker.
         var decoded: DBusSignal?
-        var malformation: DBusError?
-        func signal() -> Result<DBusSignal, DBusError> {
-            if let decoded { return .success(decoded) }
-            if let malformation { return .failure(malformation) }
-            do throws(DBusError) {
-                let signal = try view.decoded(strings: &bodyStrings)
-                decoded = signal
-                return .success(signal)
-            } catch {
-                malformation = error
-                return .failure(error)
-            }
-        }
-        if sender == "org.freedesktop.DBus" && member == "NameOwnerChanged", case .success(let signal) = signal() {
-            noteNameOwnerChange(signal.arguments)
+        if member == "NameOwnerChanged" && sender == "org.freedesktop.DBus" {
+            decoded = try? view.decoded(strings: &bodyStrings)
+            if let arguments = decoded?.arguments { noteNameOwnerChange(arguments) }
         }
         guard !subscribers.isEmpty else { return }
         var argument: (index: Int, value: String?)?
@@ -489,13 +478,15 @@ final class ConnectionCore: @unchecked Sendable {
                 subscriber.sink.receive(view)
                 continue
             }
-            switch signal() {
-            case .success(let signal):
-                subscriber.sink.yield(signal)
-            case .failure(let error):
-                log("dropped a malformed \(interface).\(member) signal from \(sender): \(error)")
-                return
+            if decoded == nil {
+                do throws(DBusError) {
+                    decoded = try view.decoded(strings: &bodyStrings)
+                } catch {
+                    log("dropped a malformed \(interface).\(member) signal from \(sender): \(error)")
+                    return
+                }
             }
+            subscriber.sink.yield(decoded!)
         }
     }
 

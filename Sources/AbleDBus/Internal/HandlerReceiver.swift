@@ -1,4 +1,5 @@
 import AbleStreams
+import Synchronization
 
 /// Hands signals to a closure, decoded or read in place, until finished.
 package final class HandlerReceiver: SignalReceiver {
@@ -8,8 +9,11 @@ package final class HandlerReceiver: SignalReceiver {
     }
 
     private let handler: Handler
-    /// Every signal reads this, to deliver nothing once the subscription ended.
+    /// Called once, by the first ``finish(throwing:)``.
     private let onEnd: Lock<EndHandler<(any Error)?>?>
+    /// Every signal reads this, to deliver nothing once the subscription ended: one atomic load,
+    /// where taking ``onEnd``'s lock cost a lock and an unlock of a mutex per signal.
+    private let hasEnded = Atomic(false)
 
     package init(handler: Handler, onEnd: @escaping @Sendable ((any Error)?) -> Void) {
         self.handler = handler
@@ -22,16 +26,17 @@ package final class HandlerReceiver: SignalReceiver {
 
     package func yield(_ signal: DBusSignal) {
         // A cancelled subscription may still be in the core's table for a moment: deliver nothing.
-        guard case .decoded(let handler) = handler, onEnd.withLock({ $0 != nil }) else { return }
+        guard case .decoded(let handler) = handler, !hasEnded.load(ordering: .acquiring) else { return }
         handler(signal)
     }
 
     func receive(_ view: DBusSignalView) {
-        guard case .inPlace(let handler) = handler, onEnd.withLock({ $0 != nil }) else { return }
+        guard case .inPlace(let handler) = handler, !hasEnded.load(ordering: .acquiring) else { return }
         handler(view)
     }
 
     package func finish(throwing error: (any Error)?) {
+        hasEnded.store(true, ordering: .releasing)
         onEnd.withLock { onEnd in
             defer { onEnd = nil }
             return onEnd

@@ -170,18 +170,24 @@ enum MessageCoding {
     }
 
     /// The signature of a basic type or variant from its type code, without asking libdbus
-    /// (which allocates a copy of the signature); `nil` for containers.
+    /// (which allocates a copy of the signature); `nil` for containers. Each is a string literal:
+    /// no allocation, and no lazily made table to check for on every array.
     private static func singleCodeSignature(_ type: Int32) -> DBusSignature? {
-        type >= 0 && type < singleCodeSignatures.count ? singleCodeSignatures[Int(type)] : nil
-    }
-
-    private static let singleCodeSignatures: [DBusSignature?] = (0..<128).map { code in
-        switch Int32(code) {
-        case ABLE_DBUS_TYPE_BYTE, ABLE_DBUS_TYPE_BOOLEAN, ABLE_DBUS_TYPE_INT16, ABLE_DBUS_TYPE_UINT16,
-            ABLE_DBUS_TYPE_INT32, ABLE_DBUS_TYPE_UINT32, ABLE_DBUS_TYPE_INT64, ABLE_DBUS_TYPE_UINT64,
-            ABLE_DBUS_TYPE_DOUBLE, ABLE_DBUS_TYPE_STRING, ABLE_DBUS_TYPE_OBJECT_PATH, ABLE_DBUS_TYPE_SIGNATURE,
-            ABLE_DBUS_TYPE_UNIX_FD, ABLE_DBUS_TYPE_VARIANT:
-            DBusSignature(unchecked: String(decoding: CollectionOfOne(UInt8(code)), as: UTF8.self))
+        switch type {
+        case ABLE_DBUS_TYPE_BYTE: DBusSignature(unchecked: "y")
+        case ABLE_DBUS_TYPE_BOOLEAN: DBusSignature(unchecked: "b")
+        case ABLE_DBUS_TYPE_INT16: DBusSignature(unchecked: "n")
+        case ABLE_DBUS_TYPE_UINT16: DBusSignature(unchecked: "q")
+        case ABLE_DBUS_TYPE_INT32: DBusSignature(unchecked: "i")
+        case ABLE_DBUS_TYPE_UINT32: DBusSignature(unchecked: "u")
+        case ABLE_DBUS_TYPE_INT64: DBusSignature(unchecked: "x")
+        case ABLE_DBUS_TYPE_UINT64: DBusSignature(unchecked: "t")
+        case ABLE_DBUS_TYPE_DOUBLE: DBusSignature(unchecked: "d")
+        case ABLE_DBUS_TYPE_STRING: DBusSignature(unchecked: "s")
+        case ABLE_DBUS_TYPE_OBJECT_PATH: DBusSignature(unchecked: "o")
+        case ABLE_DBUS_TYPE_SIGNATURE: DBusSignature(unchecked: "g")
+        case ABLE_DBUS_TYPE_UNIX_FD: DBusSignature(unchecked: "h")
+        case ABLE_DBUS_TYPE_VARIANT: DBusSignature(unchecked: "v")
         default: nil
         }
     }
