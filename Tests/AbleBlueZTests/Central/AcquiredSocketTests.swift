@@ -58,6 +58,28 @@ struct AcquiredSocketTests {
         }
     }
 
+    @Test func aWriteAfterARefusalToACharacteristicThatIsGoneReportsItGoneAndSendsNothing() async throws {
+        try await peripheralTests.withDevice { _, device, _, peripheral in
+            device.acquireAnswer.value = ("org.bluez.Error.NotSupported", "refused")
+            try await peripheral.connect(timeout: .safetyNet)
+            try await peripheral.write([1], to: SeedCharacteristic.a1, type: .withoutResponse)
+            // The refusal is remembered by path; the characteristic then leaves, as after a
+            // Service Changed indication, and the peripheral has seen it leave.
+            let changes = await peripheral.serviceChanges()
+            await device.connection.unexport(device.characteristicPath(0, 0))
+            for await change in changes
+            where change.removedCharacteristics.contains(where: { $0.uuid == SeedCharacteristic.a1.uuid }) {
+                break
+            }
+            let error = await #expect(throws: BluetoothError.self) {
+                try await peripheral.write([2], to: SeedCharacteristic.a1, type: .withoutResponse)
+            }
+            #expect(error?.code == .attributeRemoved, "\(String(describing: error))")
+            #expect(device.calls.value.filter { $0 == "WriteValue:command" }.count == 1)
+            #expect(device.acquisitions.value.count == 1)
+        }
+    }
+
     @Test func aSocketBlueZClosedIsAcquiredAgainOnTheNextWrite() async throws {
         try await peripheralTests.withDevice { _, device, _, peripheral in
             device.acquireAnswer.value = nil
