@@ -18,7 +18,9 @@ struct SoakReport: Sendable {
     /// with the heap in use falling from 666 to 631 KiB over the second half: 13.8 % above the
     /// middle, 0.9 % above the peak. The dip was file-backed: the same soak's anonymous memory is
     /// 1.1–1.5 MiB in all, its file-backed 11.7–13.3 MiB (the split is printed since). A leak grows
-    /// the anonymous part, and still grows resident memory past the peak.
+    /// the anonymous part, and still grows resident memory past the peak. The free memory of
+    /// malloc's arenas is handed back before each sample (``ProcessSample/now()`` says why), so
+    /// the anonymous part is what the program holds: its heap in use, its stacks, the runtime's.
     ///
     /// The heap in use is printed beside it, not judged: it follows what bluetoothd exports, which
     /// Able's object tree mirrors (a connected device's GATT objects are about 100 KiB of it), so
@@ -68,6 +70,7 @@ struct SoakReport: Sendable {
         lines.append(row("  of it file-backed (KiB)", \.fileKiB))
         lines.append(row("heap in use (KiB)", \.heapInUseKiB))
         lines.append(row("open fds", \.openFileDescriptors))
+        lines.append(row("threads", \.threads))
         if let middle = samples.middle, let end = samples.end, middle.residentKiB > 0 {
             let peak = max(middle.residentKiB, samples.quarter?.residentKiB ?? 0)
             let growth = Double(end.residentKiB - peak) / Double(peak)
