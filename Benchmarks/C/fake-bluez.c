@@ -233,20 +233,29 @@ static int is_command(DBusMessageIter *options) {
     return 0;
 }
 
+/* The bytes of `message`'s first argument, an `ay`, and their count in `length`; dies with `what`
+ * when the first argument is not one. Leaves `iter` on that argument. */
+static const unsigned char *leading_bytes(DBusMessage *message, DBusMessageIter *iter, int *length, const char *what) {
+    DBusMessageIter array;
+    const unsigned char *bytes = NULL;
+    *length = 0;
+    if (!dbus_message_iter_init(message, iter) || dbus_message_iter_get_arg_type(iter) != DBUS_TYPE_ARRAY ||
+        dbus_message_iter_get_element_type(iter) != DBUS_TYPE_BYTE)
+        bench_die(what, NULL);
+    dbus_message_iter_recurse(iter, &array);
+    dbus_message_iter_get_fixed_array(&array, &bytes, length);
+    return bytes;
+}
+
 /* Answers WriteValue (write-dbus mode) at once, after checking the value and its sequence number. */
 static void write_value(DBusMessage *call) {
     if (mode != WRITE_DBUS) {
         bench_reply_error(connection, call, "org.bluez.Error.NotSupported", "Not Supported");
         return;
     }
-    DBusMessageIter iter, array;
-    const unsigned char *bytes = NULL;
-    int length = 0;
-    if (!dbus_message_iter_init(call, &iter) || dbus_message_iter_get_arg_type(&iter) != DBUS_TYPE_ARRAY ||
-        dbus_message_iter_get_element_type(&iter) != DBUS_TYPE_BYTE)
-        bench_die("WriteValue arguments are not (ay, a{sv})", NULL);
-    dbus_message_iter_recurse(&iter, &array);
-    dbus_message_iter_get_fixed_array(&array, &bytes, &length);
+    DBusMessageIter iter;
+    int length;
+    const unsigned char *bytes = leading_bytes(call, &iter, &length, "WriteValue arguments are not (ay, a{sv})");
     if (!dbus_message_iter_next(&iter) || !is_command(&iter)) bench_die("WriteValue without type command", NULL);
     if (length != BENCH_VALUE_LENGTH) bench_die("a written value is not 20 bytes", NULL);
     if (dbus_writes == 0) dbus_first = bench_mark_now();
@@ -461,14 +470,9 @@ static void read_completed(DBusPendingCall *pending, void *data) {
         fprintf(stderr, "ReadValue: %s: %s\n", dbus_message_get_error_name(reply), text ? text : "");
         exit(1);
     }
-    DBusMessageIter iter, array;
-    const unsigned char *bytes = NULL;
-    int length = 0;
-    if (!dbus_message_iter_init(reply, &iter) || dbus_message_iter_get_arg_type(&iter) != DBUS_TYPE_ARRAY ||
-        dbus_message_iter_get_element_type(&iter) != DBUS_TYPE_BYTE)
-        bench_die("ReadValue reply is not ay", NULL);
-    dbus_message_iter_recurse(&iter, &array);
-    dbus_message_iter_get_fixed_array(&array, &bytes, &length);
+    DBusMessageIter iter;
+    int length;
+    leading_bytes(reply, &iter, &length, "ReadValue reply is not ay");
     if (length != BENCH_VALUE_LENGTH) bench_die("ReadValue reply is not 20 bytes", NULL);
     dbus_message_unref(reply);
     completed++;
