@@ -111,6 +111,31 @@ static inline void bench_track_sequence(uint64_t sequence, uint64_t *expected, l
     }
 }
 
+/* Looks `key` up in the a{sv} options `options` is on, walking its entries as a GATT application
+ * or bluetoothd does: 1, with the value in `value`, when the key is there with a basic value of
+ * `type`; 0 when it is not, has another type, or `options` is no a{sv}. */
+static inline int bench_option(DBusMessageIter *options, const char *key, int type, void *value) {
+    DBusMessageIter entries, entry, variant;
+    if (dbus_message_iter_get_arg_type(options) != DBUS_TYPE_ARRAY ||
+        dbus_message_iter_get_element_type(options) != DBUS_TYPE_DICT_ENTRY)
+        return 0;
+    dbus_message_iter_recurse(options, &entries);
+    while (dbus_message_iter_get_arg_type(&entries) == DBUS_TYPE_DICT_ENTRY) {
+        const char *name = NULL;
+        dbus_message_iter_recurse(&entries, &entry);
+        dbus_message_iter_get_basic(&entry, &name);
+        dbus_message_iter_next(&entry);
+        dbus_message_iter_recurse(&entry, &variant);
+        if (strcmp(name, key) == 0) {
+            if (dbus_message_iter_get_arg_type(&variant) != type) return 0;
+            dbus_message_iter_get_basic(&variant, value);
+            return 1;
+        }
+        dbus_message_iter_next(&entries);
+    }
+    return 0;
+}
+
 /* Calls AcquireWrite or AcquireNotify on the characteristic at `path` with empty options; returns
  * the descriptor, made blocking, and the MTU BlueZ reported. */
 static inline int bench_acquire(DBusConnection *connection, const char *path, const char *method, uint16_t *mtu) {

@@ -213,26 +213,6 @@ static long dbus_writes, dbus_lost, dbus_reordered;
 static uint64_t dbus_expected;
 static bench_mark dbus_first;
 
-/* Whether WriteValue's options (a{sv}) say type "command": a write without response. */
-static int is_command(DBusMessageIter *options) {
-    DBusMessageIter dict, entry, variant;
-    if (dbus_message_iter_get_arg_type(options) != DBUS_TYPE_ARRAY) return 0;
-    dbus_message_iter_recurse(options, &dict);
-    while (dbus_message_iter_get_arg_type(&dict) == DBUS_TYPE_DICT_ENTRY) {
-        const char *key = NULL, *value = NULL;
-        dbus_message_iter_recurse(&dict, &entry);
-        dbus_message_iter_get_basic(&entry, &key);
-        dbus_message_iter_next(&entry);
-        dbus_message_iter_recurse(&entry, &variant);
-        if (strcmp(key, "type") == 0 && dbus_message_iter_get_arg_type(&variant) == DBUS_TYPE_STRING) {
-            dbus_message_iter_get_basic(&variant, &value);
-            return strcmp(value, "command") == 0;
-        }
-        dbus_message_iter_next(&dict);
-    }
-    return 0;
-}
-
 /* The bytes of `message`'s first argument, an `ay`, and their count in `length`; dies with `what`
  * when the first argument is not one. Leaves `iter` on that argument. */
 static const unsigned char *leading_bytes(DBusMessage *message, DBusMessageIter *iter, int *length, const char *what) {
@@ -256,7 +236,10 @@ static void write_value(DBusMessage *call) {
     DBusMessageIter iter;
     int length;
     const unsigned char *bytes = leading_bytes(call, &iter, &length, "WriteValue arguments are not (ay, a{sv})");
-    if (!dbus_message_iter_next(&iter) || !is_command(&iter)) bench_die("WriteValue without type command", NULL);
+    const char *type = NULL;
+    if (!dbus_message_iter_next(&iter) || !bench_option(&iter, "type", DBUS_TYPE_STRING, &type) ||
+        strcmp(type, "command") != 0)
+        bench_die("WriteValue without type command", NULL);
     if (length != BENCH_VALUE_LENGTH) bench_die("a written value is not 20 bytes", NULL);
     if (dbus_writes == 0) dbus_first = bench_mark_now();
     bench_track_sequence(bench_sequence(bytes), &dbus_expected, &dbus_lost, &dbus_reordered);

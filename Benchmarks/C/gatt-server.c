@@ -64,24 +64,14 @@ static void get_managed_objects(DBusMessage *call) {
 
 /* ReadValue(a{sv} options) -> ay: reads the options as an application must (offset), answers 20 bytes. */
 static void read_value(DBusMessage *call) {
-    DBusMessageIter iter, options, entry, variant;
+    DBusMessageIter iter;
     dbus_uint16_t offset = 0;
     if (!dbus_message_iter_init(call, &iter) || dbus_message_iter_get_arg_type(&iter) != DBUS_TYPE_ARRAY ||
         dbus_message_iter_get_element_type(&iter) != DBUS_TYPE_DICT_ENTRY) {
         bench_reply_error(connection, call, DBUS_ERROR_INVALID_ARGS, "ReadValue takes a{sv}");
         return;
     }
-    dbus_message_iter_recurse(&iter, &options);
-    while (dbus_message_iter_get_arg_type(&options) == DBUS_TYPE_DICT_ENTRY) {
-        const char *key = NULL;
-        dbus_message_iter_recurse(&options, &entry);
-        dbus_message_iter_get_basic(&entry, &key);
-        dbus_message_iter_next(&entry);
-        dbus_message_iter_recurse(&entry, &variant);
-        if (strcmp(key, "offset") == 0 && dbus_message_iter_get_arg_type(&variant) == DBUS_TYPE_UINT16)
-            dbus_message_iter_get_basic(&variant, &offset);
-        dbus_message_iter_next(&options);
-    }
+    bench_option(&iter, "offset", DBUS_TYPE_UINT16, &offset);
     if (offset > BENCH_VALUE_LENGTH) {
         bench_reply_error(connection, call, "org.bluez.Error.InvalidOffset", "Invalid offset");
         return;

@@ -35,17 +35,34 @@ package enum Hex {
 
     /// Formats an integer as a fixed number of hex digits, zero-padded.
     ///
+    /// The digits are written in place, with no text in between: the BlueZ backend names an
+    /// attribute's object after its handles on every request, and a UUID's text is 32 of them.
+    /// Four digits or fewer are a small string, with no allocation.
+    ///
     /// - Parameters:
     ///   - value: The value to format.
-    ///   - digits: The number of digits to produce; higher digits of `value` are dropped.
+    ///   - digits: The number of digits to produce, at most 32; higher digits of `value` are dropped.
     ///   - uppercase: Whether to use `A`–`F` rather than `a`–`f`.
     /// - Returns: Exactly `digits` hex digits.
     package static func format(_ value: some BinaryInteger, digits: Int, uppercase: Bool = false) -> String {
-        let text = String(value, radix: 16, uppercase: uppercase)
-        if text.count >= digits {
-            return String(text.suffix(digits))
+        precondition((0...32).contains(digits), "Hex.format writes 0 to 32 digits, not \(digits)")
+        // Two words hold every digit asked for; the rest is not generic, so not a call through a
+        // witness table per digit.
+        return format(
+            low: UInt64(truncatingIfNeeded: value), high: UInt64(truncatingIfNeeded: value >> 64), digits: digits,
+            uppercase: uppercase)
+    }
+
+    private static func format(low: UInt64, high: UInt64, digits: Int, uppercase: Bool) -> String {
+        let letters = uppercase ? UInt8(ascii: "A") : UInt8(ascii: "a")
+        return String(unsafeUninitializedCapacity: digits) { text in
+            for position in 0..<digits {
+                let word = position < 16 ? low : high
+                let digit = UInt8(truncatingIfNeeded: word >> UInt64(4 * (position % 16))) & 0xF
+                text[digits - 1 - position] = digit < 10 ? UInt8(ascii: "0") + digit : letters + digit - 10
+            }
+            return digits
         }
-        return String(repeating: "0", count: digits - text.count) + text
     }
 
     /// Formats bytes as hex digits, two per byte, with no separator.

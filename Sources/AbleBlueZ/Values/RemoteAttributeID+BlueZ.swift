@@ -40,11 +40,7 @@ extension RemoteAttributeID {
         for (kind, handle) in zip(Self.kinds, components) {
             text += "/"
             text += kind
-            for shift in stride(from: 12, through: 0, by: -4) {
-                let digit = UInt8(truncatingIfNeeded: handle >> UInt16(shift)) & 0xF
-                text.unicodeScalars.append(
-                    Unicode.Scalar(digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10))
-            }
+            text += Hex.format(handle, digits: 4)
         }
         return DBusObjectPath(unchecked: text)
     }

@@ -118,19 +118,18 @@ struct ProcessSample: Sendable, CustomStringConvertible {
     static func now() -> ProcessSample {
         malloc_trim(0)
         let status = (ProcFS.read("/proc/self/status") ?? "").split(separator: "\n")
-        /// A `Name:   1234 kB` line of the status, in KiB.
-        func kibibytes(_ name: String) -> Int {
+        /// The number of a `Name:\t   1234 kB` or `Name:\t1234` line of the status (KiB for the
+        /// former).
+        func number(_ name: String) -> Int {
             status.first { $0.hasPrefix(name + ":") }
-                .flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") } ?? 0
+                .flatMap { Int($0.split(whereSeparator: \.isWhitespace).dropFirst().first ?? "") } ?? 0
         }
         let heap = mallinfo2()
         let targets = ProcFS.descriptorTargets()
         return ProcessSample(
-            residentKiB: kibibytes("VmRSS"), heapInUseKiB: (heap.uordblks + heap.hblkhd) / 1024,
-            openFileDescriptors: targets.count, fileDescriptorTargets: targets, anonymousKiB: kibibytes("RssAnon"),
-            fileKiB: kibibytes("RssFile"),
-            threads: status.first { $0.hasPrefix("Threads:") }
-                .flatMap { Int($0.dropFirst("Threads:".count).trimmingPrefix(while: \.isWhitespace)) } ?? 0)
+            residentKiB: number("VmRSS"), heapInUseKiB: (heap.uordblks + heap.hblkhd) / 1024,
+            openFileDescriptors: targets.count, fileDescriptorTargets: targets, anonymousKiB: number("RssAnon"),
+            fileKiB: number("RssFile"), threads: number("Threads"))
     }
 
     var description: String {
