@@ -15,6 +15,7 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
     case seed002
     case badInputIsRefusedAtTheSurface
     case writeWithoutResponseThroughTheSocket
+    case aServerTakesWriteCommandsFromItsCentral
     case writesWithoutResponseDoNotWaitForAReadInProgress
     case notificationsThroughTheSocket
     case notificationsOneAtATimeThroughTheSocket
@@ -44,6 +45,8 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
             case .seed002: try await Self.seed002(backend)
             case .badInputIsRefusedAtTheSurface: try await Self.badInputIsRefusedAtTheSurface(backend)
             case .writeWithoutResponseThroughTheSocket: try await Self.writeWithoutResponseThroughTheSocket(backend)
+            case .aServerTakesWriteCommandsFromItsCentral:
+                try await Self.aServerTakesWriteCommandsFromItsCentral(backend)
             case .writesWithoutResponseDoNotWaitForAReadInProgress:
                 try await Self.writesWithoutResponseDoNotWaitForAReadInProgress(backend)
             case .notificationsThroughTheSocket: try await Self.notificationsThroughTheSocket(backend)
