@@ -24,9 +24,7 @@ extension Scenario {
         let central = Central(address: try #require(await backend.central.state.address))
         // BlueZ's WriteValue options name no write type.
         let kind: WriteRequest.Kind = backend.bluezVersion == nil ? .command : .request
-        var packets = (0..<400).map { index in
-            [UInt8(index >> 8), UInt8(index & 0xFF)] + Array(repeating: 0xA5, count: 18)
-        }
+        var packets = numberedPackets(400, length: 20, filler: 0xA5)
         packets.insert([0xFF], at: 200)
         try await withConnection(backend, serving: definition, advertising: service) { server, peripheral in
             #expect(try await peripheral.writeWithoutResponse(packets, to: sink) == packets.count)
@@ -35,11 +33,7 @@ extension Scenario {
             }
             // BlueZ may swap Write Commands across its EATT bearers on the air (seen on 5.66): the
             // order checked is the packets' own.
-            #expect(
-                received.all.map(\.value).sorted { $0.lexicographicallyPrecedes($1) }
-                    == packets.sorted {
-                        $0.lexicographicallyPrecedes($1)
-                    })
+            #expect(received.all.map(\.value).inByteOrder == packets.inByteOrder)
             #expect(received.all.allSatisfy { $0.central == central && $0.kind == kind && $0.offset == 0 })
 
             // The central's write socket ends with the link; the writes after reconnecting come all
@@ -70,9 +64,7 @@ extension Scenario {
         }
         // More than a batch: the array goes into the socket as two slices of it.
         let count = Peripheral.writeBatchLength + 88
-        let packets = (0..<count).map { index in
-            [UInt8(index >> 8), UInt8(index & 0xFF)] + Array(repeating: 0x5A, count: 16)
-        }
+        let packets = numberedPackets(count, length: 18, filler: 0x5A)
         try await withConnection(backend, serving: definition, advertising: service) { _, peripheral in
             var reported: [Int] = []
             let written = try await peripheral.writeWithoutResponse(packets, to: sink) { reported.append($0) }
@@ -81,7 +73,7 @@ extension Scenario {
             try await backend.eventually("the server to receive every packet") { received.all.count >= count }
             // Complete and unaltered; BlueZ may swap Write Commands across its EATT bearers on
             // the air (seen on 5.66), so the order checked is the packets' own.
-            #expect(received.all.prefix(count).sorted { $0.lexicographicallyPrecedes($1) } == packets)
+            #expect(Array(received.all.prefix(count)).inByteOrder == packets)
 
             // Longer than any ATT MTU allows: refused before anything is sent, the limit named.
             let tooLong = await #expect(throws: BluetoothError.self) {
@@ -153,7 +145,7 @@ extension Scenario {
                 }
                 let afterMisfit = received.all.dropFirst(before)
                 #expect(
-                    afterMisfit.sorted { $0.lexicographicallyPrecedes($1) } == Array(sequence.prefix(misfitAt)),
+                    Array(afterMisfit).inByteOrder == Array(sequence.prefix(misfitAt)),
                     "not exactly the values before the one that does not fit arrived")
                 before += misfitAt
             }
@@ -198,7 +190,7 @@ extension Scenario {
             released.append(true)
             #expect(try await read == [7], "the read was answered before the writes arrived")
             // BlueZ may swap Write Commands across its EATT bearers: the order checked is the values'.
-            #expect(received.all.sorted { $0.lexicographicallyPrecedes($1) } == [[0], [1], [2], [3]])
+            #expect(received.all.inByteOrder == [[0], [1], [2], [3]])
         }
     }
 
@@ -398,4 +390,21 @@ extension Scenario {
             #expect(try await peripheral.read(guarded) == [])
         }
     }
+}
+
+extension Scenario {
+    /// `count` values of `length` bytes, each numbered in its first two (big-endian) and filled
+    /// with `filler`: in byte order they are in the order they were made, whatever order they
+    /// arrived in.
+    static func numberedPackets(_ count: Int, length: Int, filler: UInt8) -> [[UInt8]] {
+        (0..<count).map { index in
+            [UInt8(index >> 8), UInt8(index & 0xFF)] + Array(repeating: filler, count: length - 2)
+        }
+    }
+}
+
+extension Array where Element == [UInt8] {
+    /// The values sorted by their bytes: how the scenarios compare what arrived with what was
+    /// sent where BlueZ may swap Write Commands across its EATT bearers on the air.
+    var inByteOrder: [[UInt8]] { sorted { $0.lexicographicallyPrecedes($1) } }
 }
