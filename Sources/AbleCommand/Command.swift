@@ -104,12 +104,7 @@ extension Duration {
 
 extension Array where Element == UInt8 {
     /// The bytes as lowercase hex, two digits each, no separators.
-    var hex: String {
-        map { byte in
-            let digits = String(byte, radix: 16)
-            return byte < 0x10 ? "0" + digits : digits
-        }.joined()
-    }
+    var hex: String { Hex.string(self) }
 
     /// The bytes as text when they are printable UTF-8, else `nil`.
     var printableText: String? {

@@ -15,14 +15,8 @@ extension BluetoothError {
             case .invalidAttributeValueLength: ("InvalidArguments", "Invalid Length")
             case .insufficientAuthorization: ("NotAuthorized", "Operation Not Authorized")
             case .requestNotSupported: ("NotSupported", "Operation is not supported")
-            default: ("Failed", "Operation failed with ATT error: 0x" + String(error.rawValue, radix: 16).leftPadded(2))
+            default: ("Failed", "Operation failed with ATT error: 0x" + Hex.format(error.rawValue, digits: 2))
             }
         return BluetoothError.fromBlueZ(name: "org.bluez.Error." + name, message: message)
-    }
-}
-
-extension String {
-    fileprivate func leftPadded(_ width: Int) -> String {
-        String(repeating: "0", count: max(0, width - count)) + self
     }
 }

@@ -74,7 +74,7 @@ public final class MaintainedConnection: Sendable {
 
         public var description: String {
             switch self {
-            case .value(let bytes): bytes.map { Hex.format($0, digits: 2) }.joined()
+            case .value(let bytes): Hex.string(bytes)
             case .interrupted(let reason?): "interrupted (\(reason))"
             case .interrupted: "interrupted"
             case .enabled: "enabled"

@@ -65,8 +65,21 @@ package enum Hex {
         }
     }
 
-    /// Formats bytes as hex digits, two per byte, with no separator.
-    package static func string(_ bytes: some Sequence<UInt8>) -> String {
-        bytes.map { format($0, digits: 2) }.joined()
+    /// Formats bytes as lowercase hex digits, two per byte, with no separator, written in place.
+    package static func string(_ bytes: some Collection<UInt8>) -> String {
+        String(unsafeUninitializedCapacity: 2 * bytes.count) { text in
+            var position = 0
+            for byte in bytes {
+                text[position] = digit(byte >> 4)
+                text[position + 1] = digit(byte & 0xF)
+                position += 2
+            }
+            return position
+        }
+    }
+
+    /// The lowercase ASCII digit of a value in `0...15`.
+    private static func digit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
     }
 }

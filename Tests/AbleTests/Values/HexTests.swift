@@ -1,7 +1,7 @@
 import Able
 import Testing
 
-/// `Hex.format`: a fixed number of digits, whatever the value's width.
+/// `Hex.format`: a fixed number of digits, whatever the value's width; `Hex.string`: two per byte.
 struct HexTests {
     @Test(
         "Values are zero-padded to the digits asked for, and their higher digits dropped",
@@ -21,5 +21,14 @@ struct HexTests {
         let wide = UInt128(0x0123_4567_89AB_CDEF) << 64 | UInt128(0xFEDC_BA98_7654_3210)
         #expect(Hex.format(wide, digits: 32) == "0123456789abcdeffedcba9876543210")
         #expect(Hex.format(wide, digits: 20) == "cdeffedcba9876543210")
+    }
+
+    @Test func bytesAreTwoLowercaseDigitsEachWithNoSeparator() {
+        #expect(Hex.string([UInt8]()) == "")
+        #expect(Hex.string([0x00, 0x0F, 0xA0, 0xFF]) == "000fa0ff")
+        // Every byte value, against the fixed-width formatter.
+        let every = (0...255).map(UInt8.init)
+        #expect(Hex.string(every) == every.map { Hex.format($0, digits: 2) }.joined())
+        #expect(Hex.string(every[16..<18]) == "1011")
     }
 }
