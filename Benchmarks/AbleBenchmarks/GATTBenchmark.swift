@@ -268,7 +268,7 @@ private func runReference(_ path: String, _ arguments: [String]) async throws ->
 /// `gatt-central ADAPTER COUNT LARGE_COUNT NOTIFICATIONS ROUNDS REFERENCE`: finds the benchmark
 /// server, connects, and measures: writes without response of 20 bytes (COUNT) and of the largest
 /// size the write socket's MTU allows (LARGE_COUNT) through Able's `AcquireWrite` socket, Able's
-/// D-Bus `WriteValue` and the C reference, one run each; then, in each of ROUNDS rounds,
+/// D-Bus `WriteValue` and the C reference, in each of ROUNDS rounds; then, in each of ROUNDS rounds,
 /// NOTIFICATIONS notifications of 20 bytes through Able's `AcquireNotify` socket, Able's
 /// `PropertiesChanged` and the C reference, the figures being the rounds' medians. Prints
 /// SCANNING once scanning (the server must start advertising after that: the emulated controllers
@@ -305,7 +305,8 @@ func runGATTCentral(
                     + "(shared/gatt-server.c check_length counts the handle): the large writes are 510 bytes")
         }
         for (size, n) in [(20, count), (large, largeCount)] where n > 0 {
-            try await measureWrites(peripheral, sink: sink, size: size, count: n, reference: reference, adapter: name)
+            try await measureWrites(
+                peripheral, sink: sink, size: size, count: n, rounds: rounds, reference: reference, adapter: name)
         }
         if notifications > 0 {
             try await measureNotifications(
@@ -352,61 +353,116 @@ private func pathResult(count: Int, start: Mark, sent: Mark, arrived: ServerStat
 }
 
 private func measureWrites(
-    _ peripheral: Peripheral, sink: GATTCharacteristic, size: Int, count: Int, reference: String, adapter: String
+    _ peripheral: Peripheral, sink: GATTCharacteristic, size: Int, count: Int, rounds: Int, reference: String,
+    adapter: String
 ) async throws {
     let figure = "gatt-write-command-\(size)"
     let packets = (0..<count).map { GATTBenchShape.value(index: $0, size: size) }
     printAndFlush(
         "# \(figure): \(count) writes without response of \(size) bytes to Able's server, each numbered; the rate "
             + "is what the server received over the time from the first write to the last arrival (the guest's clock); "
-            + "the cpu is the writing process's until its last write returned")
-
-    // Able, AcquireWrite socket (acquired before, by a value the server ignores).
-    try await peripheral.write(
-        GATTBenchShape.value(index: GATTBenchShape.warmUpIndex, size: size), to: GATTBenchShape.sinkID,
-        type: .withoutResponse)
-    try await reset(peripheral, size: size)
-    var start = Mark.now()
-    try await peripheral.writeWithoutResponse(packets, to: GATTBenchShape.sinkID)
-    var sent = Mark.now()
-    let socket = pathResult(
-        count: count, start: start, sent: sent, arrived: try await waitForArrivals(peripheral, count: count))
-    printAndFlush("# \(figure) able (AcquireWrite socket): \(socket.describe(count, unit: "write"))")
-
-    // Able, D-Bus WriteValue (type command): what Able does where BlueZ refuses the socket.
-    await peripheral.backend.releaseWriteSocket(for: sink)
-    try await reset(peripheral, size: size)
-    start = Mark.now()
-    for packet in packets {
-        try await peripheral.backend.write(packet, to: sink, type: .withoutResponse, offset: 0)
+            + "the cpu is the writing process's until its last write returned. \(rounds) rounds, each taking the three "
+            + "paths in turn, each round starting with the path after the one the last round started with (the link's "
+            + "pace drifts, and no path should always come first); the figures are the medians of the rounds")
+    var runs: [WritePath: [PathResult]] = [:]
+    for round in 1...rounds {
+        let paths = WritePath.allCases
+        for offset in paths.indices {
+            let path = paths[(round - 1 + offset) % paths.count]
+            let result = try await measureWritePath(
+                path, peripheral, sink: sink, size: size, packets: packets, reference: reference, adapter: adapter)
+            printAndFlush("# \(figure) \(path.label), round \(round): \(result.describe(count, unit: "write"))")
+            runs[path, default: []].append(result)
+        }
     }
-    sent = Mark.now()
-    let bus = pathResult(
-        count: count, start: start, sent: sent, arrived: try await waitForArrivals(peripheral, count: count))
-    printAndFlush("# \(figure) able (D-Bus WriteValue): \(bus.describe(count, unit: "write"))")
-
-    // C: AcquireWrite through libdbus, blocking write(2).
-    try await reset(peripheral, size: size)
-    let output = try ReferenceOutput(
-        try await runReference(reference, ["write", adapter, GATTBenchShape.sink.uuidString, "\(count)", "\(size)"]),
-        count: count)
-    let arrived = try await waitForArrivals(peripheral, count: count)
-    let c = PathResult(
-        rate: Double(arrived.distinct) / (arrived.last - output.start), cpu: output.cpu, received: arrived.received,
-        distinct: arrived.distinct, outOfOrder: arrived.outOfOrder, altered: arrived.altered)
-    printAndFlush("# \(figure) reference (C, AcquireWrite through libdbus): \(c.describe(count, unit: "write"))")
-
-    let complete = [socket, bus, c].allSatisfy { $0.distinct == count && $0.received == count && $0.altered == 0 }
+    let all = runs.values.joined()
+    let complete = all.allSatisfy { $0.distinct == count && $0.received == count && $0.altered == 0 }
+    func outOfOrder(_ path: WritePath) -> Int { runs[path]!.map(\.outOfOrder).reduce(0, +) }
     printAndFlush(
         "# \(figure): "
             + (complete
-                ? "every path delivered all \(count) values unaltered, none twice"
+                ? "every path delivered all \(count) values unaltered, none twice, in every round"
                 : "VALUES LOST, ALTERED OR DUPLICATED (see above)")
-            + "; out of order: socket \(socket.outOfOrder), D-Bus \(bus.outOfOrder), C \(c.outOfOrder)")
+            + "; out of order over all rounds: socket \(outOfOrder(.socket)), D-Bus \(outOfOrder(.bus)), "
+            + "C \(outOfOrder(.reference))")
+    let socket = PathResult(medianOf: runs[.socket]!)
+    let bus = PathResult(medianOf: runs[.bus]!)
+    let c = PathResult(medianOf: runs[.reference]!)
+    func roundByRound(_ ratios: [Double]) -> String {
+        ratios.map { fixed($0, 2) }.joined(separator: " ") + "; median \(fixed(median(ratios), 2))"
+    }
     printAndFlush(
         "# \(figure) socket against D-Bus: rate ratio \(fixed(socket.rate / bus.rate, 2)) (goal 3), "
-            + "cpu ratio \(fixed(bus.cpu / socket.cpu, 2))")
+            + "cpu ratio \(fixed(bus.cpu / socket.cpu, 2)) (medians); rate ratio round by round: "
+            + roundByRound(zip(runs[.socket]!, runs[.bus]!).map { $0.rate / $1.rate }))
+    printAndFlush(
+        "# \(figure): rate ratio against C round by round: "
+            + roundByRound(zip(runs[.socket]!, runs[.reference]!).map { $0.rate / $1.rate }))
     printFigure(figure, able: socket, reference: c)
+}
+
+/// The three ways `gatt-write-command` writes.
+private enum WritePath: CaseIterable {
+    /// Able's `AcquireWrite` socket, through `Peripheral.writeWithoutResponse`.
+    case socket
+    /// Able's D-Bus `WriteValue` (type command): what Able does where BlueZ refuses the socket.
+    case bus
+    /// The C reference: `AcquireWrite` through libdbus, blocking `write(2)`.
+    case reference
+
+    var label: String {
+        switch self {
+        case .socket: "able (AcquireWrite socket)"
+        case .bus: "able (D-Bus WriteValue)"
+        case .reference: "reference (C, AcquireWrite through libdbus)"
+        }
+    }
+}
+
+/// Writes `packets` through `path`, after resetting the server's count, and returns what the
+/// server received. Able's socket is released before the other paths: BlueZ lends it to one
+/// client at a time, and Able's D-Bus path must not find it.
+private func measureWritePath(
+    _ path: WritePath, _ peripheral: Peripheral, sink: GATTCharacteristic, size: Int, packets: [[UInt8]],
+    reference: String, adapter: String
+) async throws -> PathResult {
+    let count = packets.count
+    /// Resets the server's count, writes, and returns what the server received.
+    func timed(_ write: () async throws -> Void) async throws -> PathResult {
+        try await reset(peripheral, size: size)
+        let start = Mark.now()
+        try await write()
+        let sent = Mark.now()
+        return pathResult(
+            count: count, start: start, sent: sent, arrived: try await waitForArrivals(peripheral, count: count))
+    }
+    switch path {
+    case .socket:
+        // Acquired before the run, by a value the server ignores.
+        try await peripheral.write(
+            GATTBenchShape.value(index: GATTBenchShape.warmUpIndex, size: size), to: GATTBenchShape.sinkID,
+            type: .withoutResponse)
+        return try await timed { try await peripheral.writeWithoutResponse(packets, to: GATTBenchShape.sinkID) }
+    case .bus:
+        await peripheral.backend.releaseWriteSocket(for: sink)
+        return try await timed {
+            for packet in packets {
+                try await peripheral.backend.write(packet, to: sink, type: .withoutResponse, offset: 0)
+            }
+        }
+    case .reference:
+        await peripheral.backend.releaseWriteSocket(for: sink)
+        try await reset(peripheral, size: size)
+        let output = try ReferenceOutput(
+            try await runReference(
+                reference, ["write", adapter, GATTBenchShape.sink.uuidString, "\(count)", "\(size)"]),
+            count: count)
+        let arrived = try await waitForArrivals(peripheral, count: count)
+        return PathResult(
+            rate: Double(arrived.distinct) / (arrived.last - output.start), cpu: output.cpu,
+            received: arrived.received, distinct: arrived.distinct, outOfOrder: arrived.outOfOrder,
+            altered: arrived.altered)
+    }
 }
 
 private func measureNotifications(
