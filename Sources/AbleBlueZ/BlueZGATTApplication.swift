@@ -104,7 +104,7 @@ final class BlueZGATTApplication: GATTServerBackend {
         // into a socket instead of a WriteValue call each: it queues the writes that arrive while
         // its AcquireWrite call is pending with a pointer into its ATT receive buffer
         // (src/gatt-database.c, pending_write_new keeps `value`, not a copy; 5.66 to at least
-        // 5.87), so they reach the socket with the bytes of a later PDU. In the guest, 400 Write
+        // 5.87), so they reach the socket with the bytes of a later PDU. In the guest, 401 Write
         // Commands sent as a burst all arrived as the last of them.
         var acquisition: [DBusMethod] = []
         var acquisitionProperties: [DBusProperty] = []

@@ -58,8 +58,8 @@ package enum Hex {
         return String(unsafeUninitializedCapacity: digits) { text in
             for position in 0..<digits {
                 let word = position < 16 ? low : high
-                let digit = UInt8(truncatingIfNeeded: word >> UInt64(4 * (position % 16))) & 0xF
-                text[digits - 1 - position] = digit < 10 ? UInt8(ascii: "0") + digit : letters + digit - 10
+                let value = UInt8(truncatingIfNeeded: word >> UInt64(4 * (position % 16))) & 0xF
+                text[digits - 1 - position] = digit(value, letters: letters)
             }
             return digits
         }
@@ -70,16 +70,16 @@ package enum Hex {
         String(unsafeUninitializedCapacity: 2 * bytes.count) { text in
             var position = 0
             for byte in bytes {
-                text[position] = digit(byte >> 4)
-                text[position + 1] = digit(byte & 0xF)
+                text[position] = digit(byte >> 4, letters: UInt8(ascii: "a"))
+                text[position + 1] = digit(byte & 0xF, letters: UInt8(ascii: "a"))
                 position += 2
             }
             return position
         }
     }
 
-    /// The lowercase ASCII digit of a value in `0...15`.
-    private static func digit(_ value: UInt8) -> UInt8 {
-        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
+    /// The ASCII digit of a value in `0...15`, its letters from `letters` (`a` or `A`) on.
+    private static func digit(_ value: UInt8, letters: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : letters + value - 10
     }
 }
