@@ -27,6 +27,8 @@ struct BlueZScenarioBackend: ScenarioBackend {
     var namesSubscribers: Bool { (Guest.bluezVersion ?? .init(0, 0)) >= .init(5, 69) }
     /// `Device1.Disconnected` came with 5.83: neither version of the tier sends it.
     var reportsDisconnectionReasons: Bool { (Guest.bluezVersion ?? .init(0, 0)) >= .init(5, 83) }
+    /// `RealBlueZ` is serialized, and the guest runs nothing else.
+    var hasItsProcessToItself: Bool { true }
     var notifiesOneCentral: Bool { (Guest.bluezVersion ?? .init(0, 0)) >= .init(5, 76) }
     var indicatesOneCentral: Bool { (Guest.bluezVersion ?? .init(0, 0)) >= .init(5, 80) }
     /// BlueZ 5.66 opens EATT channels (`[GATT] Channels` defaults to 3), and on the emulated link

@@ -73,9 +73,13 @@ extension Scenario {
             #expect(values.first == 1)
             #expect(stream.droppedCount == 0)
             // Bounded: after the first ten rounds, neither this process nor bluetoothd grows by
-            // more than a few megabytes however many notifications the loop produced.
+            // more than a few megabytes however many notifications the loop produced. (This
+            // process's memory is the scenario's only where nothing else runs in it: on the host
+            // the whole suite's tests come and go meanwhile, and it grew by 16 MB in one CI run.)
             if let first = memory.first, let last = memory.last {
-                #expect(last.ownKilobytes - first.ownKilobytes < 8_192, "\(memory)")
+                if backend.hasItsProcessToItself {
+                    #expect(last.ownKilobytes - first.ownKilobytes < 8_192, "\(memory)")
+                }
                 if let start = first.bluetoothdKilobytes, let end = last.bluetoothdKilobytes {
                     #expect(end - start < 2_048, "bluetoothd grew: \(memory)")
                 }

@@ -29,6 +29,11 @@ public protocol ScenarioBackend: Sendable {
     /// Whether a GATT server hears why a central's link ended (the simulator always; BlueZ from
     /// 5.83, which announces `Device1.Disconnected`).
     var reportsDisconnectionReasons: Bool { get }
+    /// Whether the test process runs this backend's scenarios alone, one at a time, so that its
+    /// resident memory is theirs (the real tier, a serialized suite in the guest). The simulated
+    /// radio's scenarios run alongside the rest of the host suite, whose tests load and free
+    /// megabytes meanwhile.
+    var hasItsProcessToItself: Bool { get }
     /// Waits `duration` in the backend's time: simulated on the simulator, real on BlueZ.
     func pause(_ duration: Duration) async throws
     /// Runs after each scenario, whatever its outcome: the simulator checks that nothing was
@@ -58,6 +63,7 @@ extension ScenarioBackendWrapper {
     public var indicatesOneCentral: Bool { base.indicatesOneCentral }
     public var serverPacing: NotificationPacing { base.serverPacing }
     public var reportsDisconnectionReasons: Bool { base.reportsDisconnectionReasons }
+    public var hasItsProcessToItself: Bool { base.hasItsProcessToItself }
     public var bluezVersion: (major: Int, minor: Int)? { base.bluezVersion }
     public func pause(_ duration: Duration) async throws { try await base.pause(duration) }
     public func tearDown() async throws { try await base.tearDown() }
@@ -70,6 +76,7 @@ extension ScenarioBackend {
     public var indicatesOneCentral: Bool { false }
     public var serverPacing: NotificationPacing { .default }
     public var reportsDisconnectionReasons: Bool { false }
+    public var hasItsProcessToItself: Bool { false }
 
     /// Waits until `condition` holds, checking every 20 ms of the backend's time; fails after `timeout`.
     func eventually(
