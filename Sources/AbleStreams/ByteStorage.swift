@@ -12,20 +12,31 @@
 ///
 /// Not thread-safe: a value type, kept by the one producer that uses it.
 package struct ByteStorage {
-    /// Empty storage the last recycled array left behind.
-    private var spare: [UInt8] = []
+    /// The last recycled array, whose storage the next array may take; an optional, so that
+    /// taking it out and putting the next one back release nothing.
+    private var spare: [UInt8]?
 
     package init() {}
 
     /// An array of these bytes: in the storage kept, if it has room and is not much larger, else
     /// a new one.
+    ///
+    /// A value as long as the last one (a stream whose values have one length) is written over
+    /// the last one's bytes; one of another length empties the storage first, which costs the
+    /// array's generic resizing.
     package mutating func array(of bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        guard spare.capacity >= bytes.count, spare.capacity <= 2 * bytes.count + 64 else {
+        guard let capacity = spare?.capacity, capacity >= bytes.count, capacity <= 2 * bytes.count + 64,
+            var value = spare.take()
+        else {
             return Self.newArray(of: bytes)
         }
-        var value: [UInt8] = []
-        swap(&value, &spare)
-        value.append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
+        if value.count == bytes.count {
+            // Copied first if someone holds it still: arrays are values.
+            value.withUnsafeMutableBytes { $0.copyMemory(from: bytes) }
+        } else {
+            value.removeAll(keepingCapacity: true)
+            value.append(contentsOf: bytes.assumingMemoryBound(to: UInt8.self))
+        }
         return value
     }
 
@@ -39,12 +50,10 @@ package struct ByteStorage {
     }
 
     /// Takes back an array ``array(of:)`` made, once its takers are done with it. If nobody else
-    /// holds it, its storage takes the next array that fits. If someone does, emptying it while
-    /// keeping its capacity makes a new storage of that capacity and leaves the holder's array
-    /// alone: an allocation made now instead of for the next array.
+    /// holds it, its storage takes the next array that fits. If someone does, the next array
+    /// that fits copies it first (arrays are values) and leaves the holder's array alone: an
+    /// allocation made then, as it would have been anyway.
     package mutating func recycle(_ value: consuming [UInt8]) {
-        var value = value
-        value.removeAll(keepingCapacity: true)
         spare = value
     }
 }

@@ -224,7 +224,7 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
                 timeout = nextTimeout()
             }
             jobTurns = 0
-            let count = epoll_wait(epoll, events, Self.eventCapacity, timeout)
+            let count = able_epoll_wait(epoll, events, Self.eventCapacity, timeout)
             // Awake: work submitted from now on is seen at the top of the loop, before it sleeps
             // again, and needs no `eventfd` write. Without this, every job that the handlers
             // below enqueue (a consumer's task that prefers this loop, a reply resuming a call

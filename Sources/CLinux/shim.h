@@ -31,6 +31,24 @@ static inline int able_recvmmsg(int fd, struct able_mmsghdr *messages, unsigned 
     return (int)syscall(SYS_recvmmsg, fd, messages, count, flags, (void *)0);
 }
 
+// The event loops' wait and the sockets' receive and send, as plain system calls. glibc's
+// wrappers of these are cancellation points: around every call they switch the thread to
+// asynchronous cancellation and back, two atomic updates of its state, about 30 instructions
+// per call (of some 1,300 that a paced notification through a characteristic's socket costs
+// Able's loop). Able cancels no thread (`pthread_cancel`), so these are the same calls without
+// that; like the wrappers they return -1 and set errno on failure.
+static inline int able_epoll_wait(int epoll, struct epoll_event *events, int capacity, int timeout) {
+    return (int)syscall(SYS_epoll_wait, epoll, events, capacity, timeout);
+}
+
+static inline ssize_t able_recv(int fd, void *buffer, size_t length, int flags) {
+    return (ssize_t)syscall(SYS_recvfrom, fd, buffer, length, flags, (void *)0, (void *)0);
+}
+
+static inline ssize_t able_send(int fd, const void *bytes, size_t length, int flags) {
+    return (ssize_t)syscall(SYS_sendto, fd, bytes, length, flags, (void *)0, 0);
+}
+
 // Names the calling thread (at most 15 bytes show); prctl is variadic, which Swift does not import.
 static inline int able_name_this_thread(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);

@@ -24,6 +24,22 @@ struct ByteStorageTests {
         #expect(Self.address(of: second) == firstAddress)
     }
 
+    @Test func aValueAsLongAsTheLastIsWrittenOverItInItsStorage() {
+        var storage = ByteStorage()
+        var first: [UInt8]? = Self.array([1, 2, 3], in: &storage)
+        let firstAddress = first.map(Self.address(of:))
+        storage.recycle(first.take()!)
+        var second: [UInt8]? = Self.array([4, 5, 6], in: &storage)
+        #expect(second == [4, 5, 6])
+        #expect(second.map(Self.address(of:)) == firstAddress)
+        storage.recycle(second.take()!)
+        // And again after one of another length: each one's bytes, never the last one's.
+        var longer: [UInt8]? = Self.array([7, 8, 9, 10], in: &storage)
+        #expect(longer == [7, 8, 9, 10])
+        storage.recycle(longer.take()!)
+        #expect(Self.array([11, 12, 13, 14], in: &storage) == [11, 12, 13, 14])
+    }
+
     @Test func anArraySomeoneKeptIsNeverWrittenTo() {
         var storage = ByteStorage()
         var first: [UInt8]? = Self.array([1, 2, 3], in: &storage)

@@ -45,8 +45,10 @@ final class PacketReceiver: @unchecked Sendable {
     enum Outcome {
         case packet([UInt8])
         case wouldBlock
-        /// The end: normal (`nil`), or an error.
-        case end(BluetoothError?)
+        /// The end: normal (`nil`), or an error. Boxed, so that an outcome is two words and every
+        /// SDU's outcome is returned in registers, not copied through memory at the size of an
+        /// error.
+        indirect case end(BluetoothError?)
     }
 
     let socket: CInt
@@ -169,10 +171,15 @@ final class PacketReceiver: @unchecked Sendable {
 
     /// What a received length means when it is not an SDU: `0` is the end of the connection (an
     /// empty SDU would read the same, which is why `send` refuses to send one); over the MTU, a
-    /// protocol error. `nil` for an SDU.
+    /// protocol error. `nil` for an SDU, decided inline: that is every call but the last.
+    @inline(__always)
     private func ending(forLength length: Int) -> Outcome? {
+        guard length == 0 || length > receiveMTU else { return nil }
+        return ending(forNonSDULength: length)
+    }
+
+    private func ending(forNonSDULength length: Int) -> Outcome {
         if length == 0 { return ended(deferredError) }
-        guard length > receiveMTU else { return nil }
         return ended(
             BluetoothError(
                 .protocolError, message: "received an SDU of \(length) bytes, over the receive MTU of \(receiveMTU)"))

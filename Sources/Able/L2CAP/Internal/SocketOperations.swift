@@ -114,7 +114,7 @@ package struct SocketOperations: Sendable {
             return .success((accepted, Int(length)))
         },
         send: { fd, bytes, flags in
-            let sent = Glibc.send(fd, bytes.baseAddress, bytes.count, flags)
+            let sent = able_send(fd, bytes.baseAddress, bytes.count, flags)
             return sent >= 0 ? .success(sent) : .failure(.current)
         },
         sendMessages: { fd, messages, flags in
@@ -126,7 +126,7 @@ package struct SocketOperations: Sendable {
             return received >= 0 ? .success(Int(received)) : .failure(.current)
         },
         receive: { fd, buffer, flags in
-            let received = Glibc.recv(fd, buffer.baseAddress, buffer.count, flags)
+            let received = able_recv(fd, buffer.baseAddress, buffer.count, flags)
             return received >= 0 ? .success(received) : .failure(.current)
         },
         getOption: { fd, level, name, value in
