@@ -38,15 +38,24 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
     private let threadName: String
     private let inbox = Lock(Inbox())
     /// Whether the loop waits (or is about to wait) in `epoll_wait` and must be woken: set when it
-    /// decides to sleep, under the lock that shows it the inbox empty, and cleared as soon as
-    /// `epoll_wait` returns (or by the submit that wakes it). In between, the loop's thread
-    /// submits nothing, so work it submits itself never writes the `eventfd`.
+    /// decides to sleep, and cleared as soon as `epoll_wait` returns (or by the submit that wakes
+    /// it). In between, the loop's thread submits nothing, so work it submits itself never writes
+    /// the `eventfd`.
     ///
-    /// Set and taken (`exchange`) only under `inbox`'s lock, so a submit either adds its work
-    /// before the loop looks at the inbox or finds the flag set; the loop clears it without the
-    /// lock once awake (one lock pair less per wake-up), and a submit that meets the flag just
-    /// before that clear only writes the `eventfd` once more, which costs the loop a turn.
+    /// Taken (`exchange`) only under `inbox`'s lock, after the submit or release it belongs to has
+    /// changed `hasWork` or `clientCount`. The loop sets it either under that lock, having seen
+    /// the inbox empty, or without the lock (``mayWaitWithoutLock()``), before it reads those two
+    /// again; all four accesses are sequentially consistent. Either way a submit adds its work
+    /// before the loop looks, or finds the flag set and wakes the loop; so does the release of the
+    /// last client. The loop clears it without the lock once awake, and a submit that meets the
+    /// flag just before that clear only writes the `eventfd` once more, which costs the loop a
+    /// turn.
     private let sleeping = Atomic<Bool>(false)
+    /// Whether the inbox holds work: set and cleared under `inbox`'s lock, read by the loop
+    /// without it, so that a turn that finds nothing to do (each paced event's) takes no lock.
+    private let hasWork = Atomic<Bool>(false)
+    /// `inbox.clients`, written under the lock with it, read by the loop without it.
+    private let clientCount = Atomic<Int>(0)
     /// The loop thread's `pthread_t` while it runs, else 0.
     private let loopThread = Atomic<UInt>(0)
     private let epoll: Int32
@@ -107,12 +116,14 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
     private func submit(_ work: Work) {
         let (sleeper, start) = inbox.withLock { inbox in
             inbox.work.append(work)
+            hasWork.store(true, ordering: .sequentiallyConsistent)
             // The loop is held until its `eventfd` is written. A job comes with the executor
             // unretained, and once the lock is released the loop's thread may wake for another
             // reason, run this work, find no client and end, releasing what may be the loop's
-            // last reference before this thread writes. A sleeping loop's thread holds a
-            // reference until it takes this lock again, so retaining it here is safe.
-            let sleeper = sleeping.exchange(false, ordering: .relaxed) ? Unmanaged.passRetained(self) : nil
+            // last reference before this thread writes. The loop's thread holds a reference
+            // until it ends, which it does only under this lock, so retaining it here is safe.
+            let sleeper =
+                sleeping.exchange(false, ordering: .sequentiallyConsistent) ? Unmanaged.passRetained(self) : nil
             let start = !inbox.threadRunning
             inbox.threadRunning = true
             return (sleeper, start)
@@ -141,6 +152,7 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
     package func retainClient() {
         let start = inbox.withLock { inbox in
             inbox.clients += 1
+            clientCount.store(inbox.clients, ordering: .sequentiallyConsistent)
             let start = !inbox.threadRunning
             inbox.threadRunning = true
             return start
@@ -152,7 +164,8 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
     package func releaseClient() {
         let wake = inbox.withLock { inbox in
             inbox.clients -= 1
-            return inbox.clients == 0 && sleeping.exchange(false, ordering: .relaxed)
+            clientCount.store(inbox.clients, ordering: .sequentiallyConsistent)
+            return inbox.clients == 0 && sleeping.exchange(false, ordering: .sequentiallyConsistent)
         }
         if wake { self.wake() }
     }
@@ -191,19 +204,25 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
         var jobTurns = 0
         while true {
             enum Next { case runJobs, sleep, exit }
-            let next: Next = inbox.withLock { inbox in
-                if !inbox.work.isEmpty {
-                    swap(&batch, &inbox.work)
-                    return .runJobs
+            let next: Next
+            if mayWaitWithoutLock() {
+                next = .sleep
+            } else {
+                next = inbox.withLock { inbox in
+                    if !inbox.work.isEmpty {
+                        swap(&batch, &inbox.work)
+                        hasWork.store(false, ordering: .sequentiallyConsistent)
+                        return .runJobs
+                    }
+                    if inbox.clients == 0 {
+                        // Under the lock: a thread started by the next submit stores its own.
+                        loopThread.store(0, ordering: .relaxed)
+                        inbox.threadRunning = false
+                        return .exit
+                    }
+                    sleeping.store(true, ordering: .sequentiallyConsistent)
+                    return .sleep
                 }
-                if inbox.clients == 0 {
-                    // Under the lock: a thread started by the next submit stores its own.
-                    loopThread.store(0, ordering: .relaxed)
-                    inbox.threadRunning = false
-                    return .exit
-                }
-                sleeping.store(true, ordering: .relaxed)
-                return .sleep
             }
             let timeout: Int32
             switch next {
@@ -234,6 +253,23 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
             fireTimers()
             if !retiredWatches.isEmpty { retiredWatches.removeAll(keepingCapacity: true) }
         }
+    }
+
+    /// Decides, without the inbox's lock, that the loop may wait: when the inbox looks empty and
+    /// clients remain, it sets `sleeping`, then looks again; if either changed meanwhile, it
+    /// clears the flag and leaves the decision to the lock (a submit that took the flag in
+    /// between wakes the loop once more than needed). See `sleeping` for why nothing is missed.
+    /// The loop's thread ends only under the lock, as before.
+    @inline(__always)
+    private func mayWaitWithoutLock() -> Bool {
+        guard !hasWork.load(ordering: .relaxed), clientCount.load(ordering: .relaxed) > 0 else { return false }
+        sleeping.store(true, ordering: .sequentiallyConsistent)
+        guard !hasWork.load(ordering: .sequentiallyConsistent), clientCount.load(ordering: .sequentiallyConsistent) > 0
+        else {
+            sleeping.store(false, ordering: .relaxed)
+            return false
+        }
+        return true
     }
 
     private func handle(_ events: UnsafeMutablePointer<epoll_event>, count: Int) {

@@ -87,4 +87,45 @@ struct EventLoopWakeTests {
         close(mine)
         close(peer)
     }
+
+    /// The loop's thread ends once its last client has left, however the release meets the loop:
+    /// asleep in `epoll_wait` (having decided so without the inbox's lock), running a job, or
+    /// about to decide. A release the loop misses leaves its thread waiting for ever, still there
+    /// when the test looks for it.
+    @Test func theLoopsThreadEndsWhenItsLastClientLeavesFromAnotherThread() async throws {
+        for round in 0..<150 {
+            let name = LoopSocketTests.uniqueName()
+            let loop = EventLoop(threadName: name)
+            loop.retainClient()
+            switch round % 3 {
+            case 0: try await waitUntil { Self.threadExists(named: name) }
+            case 1: loop.execute { usleep(200) }
+            default: break
+            }
+            loop.releaseClient()
+            try await waitUntil { !Self.threadExists(named: name) }
+            if Self.threadExists(named: name) { return }
+        }
+    }
+
+    /// Whether a thread of this process bears `name`.
+    static func threadExists(named name: String) -> Bool {
+        guard let directory = opendir("/proc/self/task") else { return false }
+        defer { closedir(directory) }
+        while let entry = readdir(directory) {
+            let task = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard task.first?.isNumber == true,
+                let file = fopen("/proc/self/task/\(task)/comm", "r")
+            else { continue }
+            defer { fclose(file) }
+            var line = [CChar](repeating: 0, count: 32)
+            guard fgets(&line, Int32(line.count), file) != nil else { continue }
+            let comm = String(
+                decoding: line.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if comm == name { return true }
+        }
+        return false
+    }
 }
