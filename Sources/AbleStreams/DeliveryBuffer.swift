@@ -51,7 +51,8 @@ package final class DeliveryBuffer<Element: Sendable>: Sendable {
     package func yield(_ element: Element) -> YieldResult {
         // The batch is looked up only when a consumer waits: that is when it matters.
         let (result, wake) = state.withLock { $0.yield(element, inBatch: DeliveryBatch.current != nil) }
-        switch wake {
+        // Consumed: the handler is moved out of `wake`, not copied (one retain and release less).
+        switch consume wake {
         case nil: break
         case .now(let waiter): waiter.resume()
         case .atEndOfBatch: DeliveryBatch.current?.defer(self)

@@ -453,14 +453,29 @@ package final class LoopSocket: LoopEventTarget, @unchecked Sendable {
     private let flags = Atomic<UInt32>(0)
     private static let cancelledFlag: UInt32 = 4
 
-    // Set in `start` before the socket is registered, reset on the loop once cancelled.
-    private var readable: () -> Void = {}
-    private var writable: () -> Void = {}
+    /// The handlers, in an object of their own that the loop reaches without retaining it or a
+    /// closure per event: set in `start` before the socket is registered (balanced by a retain),
+    /// let go of on the loop once cancelled, after any handler already running.
+    private final class Handlers {
+        let readable: () -> Void
+        let writable: () -> Void
+
+        init(readable: @escaping () -> Void, writable: @escaping () -> Void) {
+            self.readable = readable
+            self.writable = writable
+        }
+    }
+
+    private var handlers: Unmanaged<Handlers>?
 
     /// A socket to watch on `loop`, once started.
     package init(descriptor: Int32, loop: EventLoop) {
         self.descriptor = descriptor
         self.loop = loop
+    }
+
+    deinit {
+        handlers?.release()
     }
 
     /// Starts watching, with the handlers to call on the loop's thread.
@@ -470,8 +485,8 @@ package final class LoopSocket: LoopEventTarget, @unchecked Sendable {
     ///   - readable: Called while the socket is readable (or hung up) and `.read` is on.
     ///   - writable: Called while the socket is writable (or hung up) and `.write` is on.
     package func start(interest: Interest, readable: @escaping () -> Void, writable: @escaping () -> Void) {
-        self.readable = readable
-        self.writable = writable
+        handlers?.release()
+        handlers = Unmanaged.passRetained(Handlers(readable: readable, writable: writable))
         let started = state.withLock { state -> Bool in
             guard !state.isStarted, !state.isCancelled else { return false }
             state.isStarted = true
@@ -528,8 +543,8 @@ package final class LoopSocket: LoopEventTarget, @unchecked Sendable {
         }
         guard let wasStarted else { return }
         loop.execute { [self] in
-            readable = {}
-            writable = {}
+            handlers?.release()
+            handlers = nil
             body()
             guard wasStarted else { return }
             loop.releaseClient()
@@ -543,13 +558,13 @@ package final class LoopSocket: LoopEventTarget, @unchecked Sendable {
         if flags & Self.cancelledFlag == 0, flags & Interest.read.rawValue != 0,
             failed || events & EPOLLIN.rawValue != 0
         {
-            readable()
+            handlers?._withUnsafeGuaranteedRef { $0.readable() }
             flags = self.flags.load(ordering: .acquiring)
         }
         if flags & Self.cancelledFlag == 0, flags & Interest.write.rawValue != 0,
             failed || events & EPOLLOUT.rawValue != 0
         {
-            writable()
+            handlers?._withUnsafeGuaranteedRef { $0.writable() }
         }
     }
 }

@@ -130,7 +130,15 @@ package final class ChannelCore: @unchecked Sendable {
         kickReader.action = { loop.execute { self.readAvailable() } }
         // The handlers hold the core until the watch is cancelled. Writing is watched only while
         // sends wait for room.
-        watch.start(interest: .read, readable: { self.readAvailable() }, writable: { self.writeAvailable() })
+        // A direct receiver's `packet` is captured here, so that each readiness event passes it on
+        // from the handler's context rather than copying (retaining) it out of the core.
+        let readable: () -> Void
+        if let packet = directReceiver?.packet {
+            readable = { self.readAvailable(directlyInto: packet) }
+        } else {
+            readable = { self.readAvailable() }
+        }
+        watch.start(interest: .read, readable: readable, writable: { self.writeAvailable() })
     }
 
     // MARK: Receiving
@@ -148,11 +156,11 @@ package final class ChannelCore: @unchecked Sendable {
     /// Receives the SDUs the socket holds, until it would block, the buffer is full, a consumer
     /// receives for itself, or a batch (``readBatch``) is done; on the loop.
     private func readAvailable() {
-        guard case .open = lifecycle else { return }
         if let packet = directReceiver?.packet {
-            readDirectly(into: packet)
+            readAvailable(directlyInto: packet)
             return
         }
+        guard case .open = lifecycle else { return }
         var batch = (packets: 0, bytes: 0)
         defer {
             if batch.packets > longestReadRunStorage.load(ordering: .relaxed) {
@@ -181,6 +189,12 @@ package final class ChannelCore: @unchecked Sendable {
                 return
             }
         }
+    }
+
+    /// ``readAvailable()`` for a ``DirectReceiver`` whose `packet` closure is `packetReceiver`.
+    private func readAvailable(directlyInto packetReceiver: @Sendable ([UInt8]) -> Void) {
+        guard case .open = lifecycle else { return }
+        readDirectly(into: packetReceiver)
     }
 
     /// ``readAvailable()`` for a ``DirectReceiver``: hands every SDU that is ready to its `packet`

@@ -68,8 +68,15 @@ final class PacketReceiver: @unchecked Sendable {
     private var loneBatches = 0
     /// How many more SDUs to take one per `recv` before asking with `recvmmsg` again.
     private var singleReceivesLeft = 0
-    private var deferredError: BluetoothError?
-    private var end: BluetoothError??
+    /// A reset's error, held back until the SDUs queued before it are out.
+    private var deferredError: BluetoothError? {
+        didSet { hasDeferredError = deferredError != nil }
+    }
+    /// The end met (`nil` for a normal one); meaningful once `hasEnded`.
+    private var end: BluetoothError?
+    // Tested on every call instead of the optionals themselves, which each test copies whole.
+    private var hasDeferredError = false
+    private var hasEnded = false
 
     /// Where the SDUs are copied to: the storage of one handed back (``recycle(_:)``) if it has
     /// room. No access to it overlaps another (each is one call, on the receiving party's
@@ -127,7 +134,7 @@ final class PacketReceiver: @unchecked Sendable {
 
     /// Receives one SDU, if one is there.
     func receive() -> Outcome {
-        if let end { return .end(end) }
+        if hasEnded { return .end(end) }
         // The `recvmmsg` call is looked up only when it is made: binding it here retained its
         // context on every call, also on the calls that answer from the last batch.
         if !headers.isEmpty { return receiveBatched() }
@@ -190,10 +197,10 @@ final class PacketReceiver: @unchecked Sendable {
     private func failed(_ errno: Errno) -> Outcome? {
         if errno.isInterrupted { return nil }
         if errno.isWouldBlock {
-            if let deferredError { return ended(deferredError) }
+            if hasDeferredError { return ended(deferredError) }
             return .wouldBlock
         }
-        if errno.isDisconnection && deferredError == nil {
+        if errno.isDisconnection && !hasDeferredError {
             deferredError = BluetoothError(errno, while: "receiving on the L2CAP channel")
             return nil
         }
@@ -205,7 +212,7 @@ final class PacketReceiver: @unchecked Sendable {
         if batch.next < batch.count { return takeFromBatch() }
         if socketDrained {
             socketDrained = false
-            if let deferredError { return ended(deferredError) }
+            if hasDeferredError { return ended(deferredError) }
             return .wouldBlock
         }
         if singleReceivesLeft > 0 {
@@ -273,7 +280,8 @@ final class PacketReceiver: @unchecked Sendable {
     }
 
     private func ended(_ error: BluetoothError?) -> Outcome {
-        end = .some(error)
+        end = error
+        hasEnded = true
         return .end(error)
     }
 }
