@@ -121,8 +121,8 @@ extension BlueZAdapterBackend {
         }
     }
 
-    func peripheral(address: BluetoothAddress) -> any PeripheralBackend {
-        BlueZPeripheralBackend(system: system, adapter: path, address: address)
+    func peripheral(address: BluetoothAddress, addressType: BluetoothAddress.AddressType?) -> any PeripheralBackend {
+        BlueZPeripheralBackend(system: system, adapter: path, address: address, addressType: addressType)
     }
 
     func gattServerBackend() async throws -> any GATTServerBackend {

@@ -125,10 +125,16 @@ extension BlueZPeripheralBackend: BondBackend {
         let id = try await system.discovery.begin(ScanFilter(), on: adapter, of: system)
         defer { Task { [system] in await system.discovery.end(id, on: adapter, of: system) } }
         // Found, or the adapter went away (its removal, or bluetoothd leaving the bus).
-        let found = try await withTimeLimit(timeout) { [system, path] () -> Bool in
-            if system.tree.interfaces(at: path) != nil { return true }
+        let found = try await withTimeLimit(timeout) { [system, path, addressType] () -> Bool in
+            // The device, of the address type a scan reported when there is one.
+            func isHere() -> Bool {
+                guard let properties = system.tree.properties(of: Self.device, at: path) else { return false }
+                guard let addressType else { return true }
+                return (try? properties.decode("AddressType", as: String.self)) ?? "public" == addressType.rawValue
+            }
+            if isHere() { return true }
             for await _ in changes {
-                if system.tree.properties(of: Self.device, at: path) != nil { return true }
+                if isHere() { return true }
                 if system.tree.interfaces(at: adapter) == nil { return false }
             }
             return false

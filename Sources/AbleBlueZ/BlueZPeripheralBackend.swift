@@ -12,10 +12,16 @@ struct BlueZPeripheralBackend: PeripheralBackend {
     let system: BlueZSystem
     let path: DBusObjectPath
     let address: BluetoothAddress
+    /// The address type the device must have, when a scan reported it.
+    let addressType: BluetoothAddress.AddressType?
 
-    init(system: BlueZSystem, adapter: DBusObjectPath, address: BluetoothAddress) {
+    init(
+        system: BlueZSystem, adapter: DBusObjectPath, address: BluetoothAddress,
+        addressType: BluetoothAddress.AddressType? = nil
+    ) {
         self.system = system
         self.address = address
+        self.addressType = addressType
         self.path = adapter.appending(address.bluezPathComponent)!
     }
 
@@ -110,11 +116,13 @@ struct BlueZPeripheralBackend: PeripheralBackend {
 
     func connectionStates() -> AsyncStream<Peripheral.ConnectionState> {
         system.tree.states(of: path, bufferingPolicy: .unbounded) { [self] in
-            guard properties != nil else { return .disconnected(reason: "the device is gone") }
+            guard properties != nil else {
+                return .disconnected(reason: BluetoothError(.disconnected, message: "the device is gone"))
+            }
             guard isConnected else {
                 // BlueZ 5.83 and later say why a link ended; earlier versions do not.
                 let reason = system.tree.disconnection(of: path).map {
-                    BlueZDisconnectionReason.describe($0.reason, message: $0.message, peer: "the peripheral")
+                    BlueZDisconnectionReason.error($0.reason, message: $0.message, peer: "the peripheral")
                 }
                 return .disconnected(reason: reason)
             }

@@ -99,6 +99,7 @@ struct SimulatedAdapterState {
 /// adapter running a GATT server and advertising.
 struct SimulatedDevice {
     var address: BluetoothAddress
+    var addressType = BluetoothAddress.AddressType.public
     var advertisement: Advertisement?
     var rssi: Int
     var mtu: Int
@@ -134,6 +135,6 @@ struct SimulatedDevice {
             data.flags =
                 advertisement.isDiscoverable ? [.generalDiscoverable, .bredrNotSupported] : [.bredrNotSupported]
         }
-        return Discovery(address: address, addressType: .public, rssi: rssi, advertisement: data)
+        return Discovery(address: address, addressType: addressType, rssi: rssi, advertisement: data)
     }
 }

@@ -93,8 +93,10 @@ struct SimulatedAdapterBackend: AdapterBackend {
         try await radio.clock.sleep(for: duration)
     }
 
-    func peripheral(address peripheral: BluetoothAddress) -> any PeripheralBackend {
-        SimulatedPeripheralBackend(radio: radio, central: address, address: peripheral)
+    func peripheral(
+        address peripheral: BluetoothAddress, addressType: BluetoothAddress.AddressType?
+    ) -> any PeripheralBackend {
+        SimulatedPeripheralBackend(radio: radio, central: address, address: peripheral, addressType: addressType)
     }
 
     func gattServerBackend() async throws -> any GATTServerBackend {

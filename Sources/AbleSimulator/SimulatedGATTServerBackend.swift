@@ -45,7 +45,7 @@ struct SimulatedGATTServerBackend: GATTServerBackend {
 
     func disconnect(_ central: Central) async throws {
         radio.disconnect(
-            central: central.address, peripheral: address, reason: "disconnected by the peripheral",
+            central: central.address, peripheral: address, reason: .linkEnded(.peerDisconnected),
             serverReason: "this adapter ended the link")
     }
 }

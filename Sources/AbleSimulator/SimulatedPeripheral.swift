@@ -86,17 +86,29 @@ public final class SimulatedPeripheral: Sendable {
 
     /// Drops every connection to the peripheral, as when it goes out of range for a moment; it
     /// keeps advertising.
-    public func disconnectAll(reason: String = "the peripheral went out of range") {
+    ///
+    /// - Parameter reason: Why the link ends, as the centrals hear it in
+    ///   ``/Able/Peripheral/ConnectionState/disconnected(reason:)``:
+    ///   ``/Able/BluetoothError/Code/linkTimeout`` (out of range, the default),
+    ///   ``/Able/BluetoothError/Code/peerDisconnected`` (the peripheral ended the link),
+    ///   ``/Able/BluetoothError/Code/authenticationFailed``, or any other code, with the message
+    ///   BlueZ 5.83 and later give that reason.
+    public func disconnectAll(reason: BluetoothError.Code = .linkTimeout) {
+        disconnectAll(because: .linkEnded(reason))
+    }
+
+    private func disconnectAll(because reason: BluetoothError) {
         for central in radio.state.withLock({ $0.connections.filter { $0.peripheral == address }.map(\.central) }) {
             radio.disconnect(central: central, peripheral: address, reason: reason)
         }
     }
 
-    /// Takes the peripheral out of range: every connection drops, scans stop seeing it, and
-    /// connecting fails, until ``comeBackInRange()``.
+    /// Takes the peripheral out of range: every connection drops (with
+    /// ``/Able/BluetoothError/Code/linkTimeout``), scans stop seeing it, and connecting fails, until
+    /// ``comeBackInRange()``.
     public func goOutOfRange() {
         radio.state.withLock { $0.devices[address]?.isInRange = false }
-        disconnectAll(reason: "the peripheral went out of range")
+        disconnectAll(because: BluetoothError(.linkTimeout, message: "the peripheral went out of range"))
     }
 
     /// Brings the peripheral back in range; scans see it again one advertising interval later.
@@ -160,7 +172,7 @@ public final class SimulatedPeripheral: Sendable {
     /// characteristic a ``/Able/Peripheral`` used before the change. The change is one event,
     /// as one Service Changed indication is on BlueZ.
     ///
-    /// - Parameter services: The new database and handlers, as in ``SimulatedRadio/addPeripheral(address:advertisement:rssi:mtu:timing:services:)``.
+    /// - Parameter services: The new database and handlers, as in ``SimulatedRadio/addPeripheral(address:addressType:advertisement:rssi:mtu:timing:services:)``.
     public func changeServices(@GATTServerBuilder _ services: () -> [any GATTServerComponent]) {
         radio.replaceDatabase(of: address, with: GATTServerCore(definition: GATTServerDefinition(services)))
     }

@@ -6,6 +6,8 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
     let radio: SimulatedRadio
     let central: BluetoothAddress
     let address: BluetoothAddress
+    /// The address type the central expects, when it found the device in a scan.
+    var addressType: BluetoothAddress.AddressType? = nil
 
     private var connection: RadioState.Connection { RadioState.Connection(central: central, peripheral: address) }
 
@@ -42,6 +44,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
                 throw BluetoothError.fromBlueZ(name: "org.bluez.Error.Failed", message: "the device is blocked")
             }
             guard let device = state.devices[address], device.isInRange,
+                addressType == nil || addressType == device.addressType,
                 device.isAdvertising || device.advertisement == nil
             else {
                 guard known else { return (SimulatedPeripheral.Timing?.none, known) }
@@ -118,7 +121,9 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             throw BluetoothError(.timeout, message: "\(address) did not resolve its services within \(timeout)")
         } catch {
             // As on BlueZ: a connection that timed out or was cancelled is taken down.
-            radio.disconnect(central: central, peripheral: address, reason: "the connection attempt ended")
+            radio.disconnect(
+                central: central, peripheral: address,
+                reason: BluetoothError(.disconnected, message: "the connection attempt ended"))
             throw error
         }
     }
@@ -278,7 +283,9 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
                 return (false, injected)
             }
             if dropLink {
-                radio.disconnect(central: central, peripheral: address, reason: "the link dropped during a request")
+                radio.disconnect(
+                    central: central, peripheral: address,
+                    reason: BluetoothError(.linkTimeout, message: "the link dropped during a request"))
             }
             if let injected { throw BluetoothError.asBlueZReports(injected) }
             // The server refuses a link short of the attribute's security before any handler

@@ -35,10 +35,10 @@ extension SimulatedRadio {
     ///
     /// - Parameters:
     ///   - reason: Why, as the central sees it (`nil`: the central ended it).
-    ///   - serverReason: Why, as the server sees it; by default `reason`, or "the central ended
-    ///     the link" (what BlueZ 5.83 and later tell a server) when the central ended it.
+    ///   - serverReason: Why, as the server sees it; by default `reason`'s message, or "the central
+    ///     ended the link" (what BlueZ 5.83 and later tell a server) when the central ended it.
     func disconnect(
-        central: BluetoothAddress, peripheral: BluetoothAddress, reason: String?, serverReason: String? = nil
+        central: BluetoothAddress, peripheral: BluetoothAddress, reason: BluetoothError?, serverReason: String? = nil
     ) {
         let (removed, subscriptions, events) = state.withLock { state in
             let removed =
@@ -55,14 +55,15 @@ extension SimulatedRadio {
         connectionStateChanged(
             RadioState.Connection(central: central, peripheral: peripheral), to: .disconnected(reason: reason))
         for stream in streams {
-            stream.finish(throwing: BluetoothError(.disconnected, message: reason ?? "the peripheral disconnected"))
+            stream.finish(
+                throwing: BluetoothError(.disconnected, message: reason?.message ?? "the peripheral disconnected"))
         }
         // As BlueZ does, a link's end ends its subscriptions at the server.
         for attribute in unsubscribed { events?.subscriptionChanged(Central(address: central), attribute, false) }
         events?.connectionChanged(
             CentralConnectionChange(
                 central: Central(address: central), isConnected: false,
-                reason: serverReason ?? reason ?? "the central ended the link"))
+                reason: serverReason ?? reason?.message ?? "the central ended the link"))
     }
 
     /// Tells a connection's state listeners (``Peripheral/connectionStates()``) about a change.
@@ -81,7 +82,8 @@ extension SimulatedRadio {
         }
         for connection in connections {
             disconnect(
-                central: connection.central, peripheral: connection.peripheral, reason: "the adapter was powered off")
+                central: connection.central, peripheral: connection.peripheral,
+                reason: BluetoothError(.disconnected, message: "the adapter was powered off"))
         }
         let links = state.withLock { state in
             state.channels.values.filter { $0.central == adapter || $0.peripheral == adapter }
@@ -120,5 +122,21 @@ extension SimulatedRadio {
             remember(device, by: state.withLock { $0.scans[scanID]?.adapter } ?? device)
             continuation.yield(discovery)
         }
+    }
+}
+
+extension BluetoothError {
+    /// Why a simulated link ended, in the words BlueZ 5.83 and later use for its disconnection
+    /// reasons, `peer` naming the other side as the one who hears it.
+    static func linkEnded(_ code: Code, peer: String = "the peripheral") -> BluetoothError {
+        let message =
+            switch code {
+            case .peerDisconnected: "\(peer) ended the link"
+            case .locallyDisconnected: "this adapter ended the link"
+            case .linkTimeout: "the link timed out"
+            case .authenticationFailed: "authentication failed"
+            default: "the link was lost"
+            }
+        return BluetoothError(code, message: message)
     }
 }

@@ -60,7 +60,8 @@ extension SimulatedRadio {
         }
         for connection in connections {
             disconnect(
-                central: connection.central, peripheral: connection.peripheral, reason: "adapter \(name) was removed")
+                central: connection.central, peripheral: connection.peripheral,
+                reason: BluetoothError(.adapterRemoved, message: "adapter \(name) was removed"))
         }
         let listeners = state.withLock { state in
             (Array((state.adapterListeners[address] ?? [:]).values), Array(state.adapterEventListeners.values))
@@ -108,7 +109,9 @@ extension SimulatedRadio {
             state.devices[device]?.authenticated.remove(adapter)
             return Array((state.knownDeviceListeners[adapter] ?? [:]).values)
         }
-        disconnect(central: adapter, peripheral: device, reason: "the device was removed")
+        disconnect(
+            central: adapter, peripheral: device,
+            reason: BluetoothError(.disconnected, message: "the device was removed"))
         for listener in listeners { listener.yield(.removed(device)) }
     }
 }
@@ -194,7 +197,11 @@ extension SimulatedPeripheralBackend: BondBackend {
 
     func setBlocked(_ blocked: Bool) async throws {
         try update { $0.isBlocked = blocked }
-        if blocked { radio.disconnect(central: central, peripheral: address, reason: "the device was blocked") }
+        if blocked {
+            radio.disconnect(
+                central: central, peripheral: address,
+                reason: BluetoothError(.locallyDisconnected, message: "the device was blocked"))
+        }
     }
 
     func forget() async throws {

@@ -174,7 +174,9 @@ extension SimulatedRadio {
         } catch {
             // As the kernel does when SMP fails, the link drops (Authentication Failure), and
             // BlueZ fails the request it was retrying as a link loss.
-            disconnect(central: central, peripheral: peripheral, reason: "pairing failed: Authentication Failure")
+            disconnect(
+                central: central, peripheral: peripheral,
+                reason: BluetoothError(.authenticationFailed, message: "pairing failed: Authentication Failure"))
             throw BluetoothError(
                 .disconnected, message: "\(peripheral) disconnected during the request: pairing failed", cause: error)
         }

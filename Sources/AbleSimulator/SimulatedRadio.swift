@@ -23,7 +23,7 @@ import AbleStreams
 /// GATT operations complete without delay. A GATT server started on one simulated adapter, and
 /// advertised with ``/Able/Adapter/startAdvertising(_:)``, is reachable from a central on another.
 ///
-/// Faults are injected through the ``SimulatedPeripheral`` that ``addPeripheral(address:advertisement:rssi:mtu:timing:services:)``
+/// Faults are injected through the ``SimulatedPeripheral`` that ``addPeripheral(address:addressType:advertisement:rssi:mtu:timing:services:)``
 /// returns (or ``peripheral(_:)`` for a simulated adapter's server), and through the adapters'
 /// own API (``/Able/Adapter/setPowered(_:)``).
 public final class SimulatedRadio: Sendable {
@@ -96,6 +96,8 @@ public final class SimulatedRadio: Sendable {
     ///
     /// - Parameters:
     ///   - address: Its address.
+    ///   - addressType: Whether its address is public or random, as scans report it; a central that
+    ///     connects through a ``/Able/Discovery`` finds it only with that type.
     ///   - advertisement: What it advertises.
     ///   - rssi: The signal strength scans report, in dBm.
     ///   - mtu: The ATT MTU of a connection to it.
@@ -104,7 +106,8 @@ public final class SimulatedRadio: Sendable {
     /// - Returns: A handle to drive the peripheral from the test: notify, disconnect, inject faults.
     @discardableResult
     public func addPeripheral(
-        address: BluetoothAddress, advertisement: Advertisement, rssi: Int = -50, mtu: Int = 23,
+        address: BluetoothAddress, addressType: BluetoothAddress.AddressType = .public,
+        advertisement: Advertisement, rssi: Int = -50, mtu: Int = 23,
         timing: SimulatedPeripheral.Timing = SimulatedPeripheral.Timing(),
         @GATTServerBuilder services: () -> [any GATTServerComponent] = { [] }
     ) -> SimulatedPeripheral {
@@ -112,6 +115,7 @@ public final class SimulatedRadio: Sendable {
         state.withLock { state in
             var device = SimulatedDevice(
                 address: address, advertisement: advertisement, rssi: rssi, mtu: mtu, core: core, events: nil)
+            device.addressType = addressType
             device.timing = timing
             state.devices[address] = device
         }
@@ -120,7 +124,7 @@ public final class SimulatedRadio: Sendable {
     }
 
     /// The handle of a device on this radio, to inject faults: a peripheral added with
-    /// ``addPeripheral(address:advertisement:rssi:mtu:timing:services:)``, or a simulated adapter
+    /// ``addPeripheral(address:addressType:advertisement:rssi:mtu:timing:services:)``, or a simulated adapter
     /// that runs a GATT server or advertises.
     public func peripheral(_ address: BluetoothAddress) -> SimulatedPeripheral {
         SimulatedPeripheral(radio: self, address: address)

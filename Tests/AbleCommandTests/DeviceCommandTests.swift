@@ -68,7 +68,7 @@ struct NotifyReconnectCommandTests {
                     guard isSubscribed else { return }
                     let round = subscriptions.increment()
                     for index in 1...3 { try? await server.notify(Self.counter, value: [UInt8(round * 10 + index)]) }
-                    if round == 1 { radio.peripheral(peripheralAddress).disconnectAll(reason: "the link dropped") }
+                    if round == 1 { radio.peripheral(peripheralAddress).disconnectAll(reason: .peerDisconnected) }
                 }
             }
             let advertising = try await commands.peripheral.startAdvertising(

@@ -107,14 +107,20 @@ struct ServiceChangeTests {
                     }
                 }
                 let gap = try await measurements.next()
-                #expect(gap == .interrupted(reason: "\(Self.address) changed its services"))
+                #expect(
+                    gap
+                        == .interrupted(
+                            reason: BluetoothError(.attributeRemoved, message: "\(Self.address) changed its services")))
                 let again = try await measurements.next()
                 #expect(again == .enabled)
                 peripheral.notify(SensorCharacteristic.measurement.uuid, value: [2])
                 let two = try await measurements.next()
                 #expect(two == .value([2]))
                 let otherGap = try await others.next()
-                #expect(otherGap == .interrupted(reason: "\(Self.address) changed its services"))
+                #expect(
+                    otherGap
+                        == .interrupted(
+                            reason: BluetoothError(.attributeRemoved, message: "\(Self.address) changed its services")))
                 let gone = await #expect(throws: BluetoothError.self) { while try await others.next() != nil {} }
                 #expect(gone?.code == .attributeRemoved, "\(String(describing: gone))")
                 #expect(gone?.message.contains(removed.uuid.description) == true)

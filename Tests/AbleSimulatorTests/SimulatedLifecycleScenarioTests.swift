@@ -10,11 +10,16 @@ struct SimulatedLifecycleScenarioTests {
     @Test(arguments: LifecycleScenario.allCases)
     func scenario(_ scenario: LifecycleScenario) async throws {
         let backend = SimulatedLifecycleScenarioBackend()
-        guard scenario == .aConnectUnderWayEndsWhenTheStackGoes else {
+        let exact: Set<LifecycleScenario> = [
+            .aConnectUnderWayEndsWhenTheStackGoes, .aLinkLossUnderASubscriptionIsReportedAtOnce,
+            .setUpRunsOnEveryConnectionBeforeValuesFlow,
+        ]
+        guard exact.contains(scenario) else {
             try await scenario.run(on: backend)
             return
         }
-        // Exact time: the stack must go within the connect's 60 s. Outside `run` the clock
+        // Exact time: a link loss's events are pinned to the instant of the drop, and the stack
+        // must go within the connect's 60 s. Outside `run` the clock
         // guesses from quiet spells of real time, and a slow run (the thread sanitizer's) once
         // let it reach the connect's deadline before the scenario, just woken from its pause,
         // took the adapters away.
@@ -46,6 +51,6 @@ struct SimulatedLifecycleScenarioBackend: LifecycleScenarioBackend, ScenarioBack
 
     func dropLink() async throws {
         guard let address = await peripheral.state.address else { return }
-        radio.peripheral(address).disconnectAll(reason: "the link dropped")
+        radio.peripheral(address).disconnectAll(reason: .peerDisconnected)
     }
 }

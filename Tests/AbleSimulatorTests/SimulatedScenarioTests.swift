@@ -33,6 +33,7 @@ struct SimulatedScenarioBackend: ScenarioBackend {
     var indicatesOneCentral: Bool { true }
     /// The simulated radio imitates BlueZ 5.82 but is no BlueZ: version conditions do not apply.
     var bluezVersion: (major: Int, minor: Int)? { nil }
+    var now: Duration? { radio.clock.now.offset }
 
     func pause(_ duration: Duration) async throws {
         try await radio.clock.sleep(for: duration)

@@ -34,8 +34,11 @@ struct SimulatorTests {
             try await peripheral.connect(timeout: .seconds(5))
             #expect(await states.next() == .connecting)
             #expect(await states.next() == .connected)
-            device.disconnectAll(reason: "the peripheral went out of range")
-            #expect(await states.next() == .disconnected(reason: "the peripheral went out of range"))
+            device.disconnectAll(reason: .linkTimeout)
+            let lost = await states.next()
+            #expect(lost == .disconnected(reason: BluetoothError(.linkTimeout, message: "the link timed out")))
+            guard case .disconnected(let reason?) = lost else { return }
+            #expect(reason.code == .linkTimeout)
             try await peripheral.connect(timeout: .seconds(5))
             #expect(await states.next() == .connecting)
             #expect(await states.next() == .connected)

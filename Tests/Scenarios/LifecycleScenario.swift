@@ -41,6 +41,8 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
     case serviceChanges
     case serverRegisteringAgainKeepsSubscriptions
     case aConnectUnderWayEndsWhenTheStackGoes
+    case aLinkLossUnderASubscriptionIsReportedAtOnce
+    case setUpRunsOnEveryConnectionBeforeValuesFlow
 
     public var testDescription: String { rawValue }
 
@@ -56,6 +58,10 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
             case .serverRegisteringAgainKeepsSubscriptions:
                 try await Self.serverRegisteringAgainKeepsSubscriptions(backend)
             case .aConnectUnderWayEndsWhenTheStackGoes: try await Self.aConnectUnderWayEndsWhenTheStackGoes(backend)
+            case .aLinkLossUnderASubscriptionIsReportedAtOnce:
+                try await Self.aLinkLossUnderASubscriptionIsReportedAtOnce(backend)
+            case .setUpRunsOnEveryConnectionBeforeValuesFlow:
+                try await Self.setUpRunsOnEveryConnectionBeforeValuesFlow(backend)
             }
         } cleanup: {
             do {
@@ -513,6 +519,177 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
         } cleanup: {
             await advertising.stop()
             await server.close()
+        }
+    }
+}
+
+extension LifecycleScenario {
+    /// A maintained connection with an active subscription loses its link: the subscription's gap,
+    /// the `disconnected` state (with a typed reason) and the first new attempt come in that order
+    /// and at once. Where the backend has exact time (the simulated radio), all three happen at
+    /// the instant of the drop, as ``ReconnectPolicy`` documents ("after a link loss the first
+    /// attempt is made at once"): a subscription once held them back by a second.
+    static func aLinkLossUnderASubscriptionIsReportedAtOnce(_ backend: some LifecycleScenarioBackend) async throws {
+        let service = BluetoothUUID.random()
+        let level = CharacteristicID(.random(), service: service)
+        let definition = GATTServerDefinition {
+            Service(service) { Characteristic(level.uuid, properties: [.read, .notify], value: [0]) }
+        }
+        let address = try #require(await backend.peripheral.state.address)
+        let policy = ReconnectPolicy(
+            connectTimeout: backend.connectTimeout, initialDelay: .milliseconds(500), maximumDelay: .seconds(2))
+        try await Scenario.withServer(backend, definition) { server in
+            let advertising = try await backend.peripheral.startAdvertising(
+                Advertisement(localName: "ll", serviceUUIDs: [service]))
+            try await withCleanup {
+                try await backend.central.withMaintainedConnection(to: address, policy: policy) { connection in
+                    // The states, each with the backend's exact time where it has one.
+                    // A child task, so that it runs where the scenario does (on the simulated
+                    // radio's executor, whose clock is exact only for the work it sees).
+                    let stateStream = connection.connectionStates()
+                    async let watched = { () async -> [(MaintainedConnection.State, Duration?)] in
+                        var seen: [(MaintainedConnection.State, Duration?)] = []
+                        for await state in stateStream { seen.append((state, backend.now)) }
+                        return seen
+                    }()
+                    var events = connection.notifications(of: level).makeAsyncIterator()
+                    guard case .enabled? = try await events.next() else {
+                        throw ScenarioFailure(description: "the subscription was not enabled first")
+                    }
+                    try await backend.eventually("the server to see the subscription") {
+                        await server.isSubscribed(level.uuid)
+                    }
+                    try await server.notify(level, value: [1])
+                    #expect(try await events.next() == .value([1]))
+
+                    let dropped = backend.now
+                    try await backend.dropLink()
+                    let gap = try await events.next()
+                    let gapTime = backend.now
+                    guard case .interrupted(let reason)? = gap else {
+                        throw ScenarioFailure(description: "\(String(describing: gap)) instead of the gap")
+                    }
+                    #expect(
+                        [.disconnected, .peerDisconnected, .locallyDisconnected, .linkTimeout].contains(reason.code),
+                        "a link loss's reason: \(reason)")
+                    guard case .enabled? = try await events.next() else {
+                        throw ScenarioFailure(description: "the subscription did not come back")
+                    }
+                    try await backend.eventually("the server to see the subscription again") {
+                        await server.isSubscribed(level.uuid)
+                    }
+                    try await server.notify(level, value: [2])
+                    #expect(try await events.next() == .value([2]), "values flow again after the gap")
+                    await connection.stop()
+                    let seen = await watched
+                    let names = seen.map { entry -> String in
+                        switch entry.0 {
+                        case .connecting(let attempt): "connecting \(attempt)"
+                        case .connected: "connected"
+                        case .disconnected: "disconnected"
+                        case .waiting: "waiting"
+                        case .gaveUp: "gave up"
+                        case .stopped: "stopped"
+                        }
+                    }
+                    #expect(
+                        names == ["connecting 1", "connected", "disconnected", "connecting 1", "connected", "stopped"],
+                        "\(names)")
+                    // The gap's reason is the state's.
+                    let lost = seen.first { if case .disconnected = $0.0 { true } else { false } }
+                    if case .disconnected(let stateReason)? = lost?.0 {
+                        #expect(stateReason == reason, "the gap and the state give one reason")
+                    }
+                    // Exact time: nothing waits between the drop and the new attempt.
+                    if let dropped {
+                        let reconnecting = seen.dropFirst(2).first {
+                            if case .connecting = $0.0 { true } else { false }
+                        }
+                        #expect(gapTime == dropped, "the gap is reported at the drop")
+                        #expect(lost?.1 == dropped, "the loss is seen at the drop")
+                        #expect(reconnecting?.1 == dropped, "the first attempt starts at the drop")
+                    }
+                }
+            } cleanup: {
+                await advertising.stop()
+            }
+        }
+    }
+
+    /// A maintained connection's set-up (`onConnect`) runs on every connection, with the
+    /// peripheral connected, before the state says `connected` and before the subscription
+    /// reports `enabled`; a value the peripheral sends while it runs is delivered after it, not
+    /// lost.
+    static func setUpRunsOnEveryConnectionBeforeValuesFlow(_ backend: some LifecycleScenarioBackend) async throws {
+        let service = BluetoothUUID.random()
+        let level = CharacteristicID(.random(), service: service)
+        let battery = CharacteristicID(.random(), service: service)
+        let definition = GATTServerDefinition {
+            Service(service) {
+                Characteristic(level.uuid, properties: [.read, .notify], value: [0])
+                Characteristic(battery.uuid, properties: [.read], value: [0])
+            }
+        }
+        let address = try #require(await backend.peripheral.state.address)
+        let policy = ReconnectPolicy(
+            connectTimeout: backend.connectTimeout, initialDelay: .milliseconds(500), maximumDelay: .seconds(2))
+        try await Scenario.withServer(backend, definition) { server in
+            let advertising = try await backend.peripheral.startAdvertising(
+                Advertisement(localName: "su", serviceUUIDs: [service]))
+            let log = Recorder<String>()
+            let setUps = Recorder<Int>()
+            try await withCleanup {
+                try await server.setValue([41], of: battery.uuid)
+                try await backend.central.withMaintainedConnection(
+                    to: address, policy: policy,
+                    onConnect: { peripheral in
+                        let round = setUps.all.count + 1
+                        setUps.append(round)
+                        let charge = try await peripheral.read(battery)
+                        log.append("set-up \(round): battery \(charge)")
+                        if round > 1 {
+                            // A value sent while the set-up runs waits for it. The subscription is
+                            // enabled again before the set-up; the server may learn of it a moment
+                            // after the central.
+                            try await backend.eventually("the server to see the subscription") {
+                                await server.isSubscribed(level.uuid)
+                            }
+                            try await server.notify(level, value: [UInt8(100 + round)])
+                        }
+                        log.append("set-up \(round) done")
+                    }
+                ) { connection in
+                    var events = connection.notifications(of: level).makeAsyncIterator()
+                    func record(_ count: Int) async throws {
+                        for _ in 0..<count {
+                            guard let event = try await events.next() else {
+                                throw ScenarioFailure(description: "the notifications ended")
+                            }
+                            switch event {
+                            case .enabled: log.append("enabled (\(connection.state))")
+                            case .value(let value): log.append("value \(value)")
+                            case .interrupted: log.append("interrupted")
+                            }
+                        }
+                    }
+                    try await record(1)
+                    try await backend.eventually("the server to see the subscription") {
+                        await server.isSubscribed(level.uuid)
+                    }
+                    try await server.notify(level, value: [101])
+                    try await record(1)
+                    try await server.setValue([42], of: battery.uuid)
+                    try await backend.dropLink()
+                    try await record(3)
+                }
+                #expect(
+                    log.all == [
+                        "set-up 1: battery [41]", "set-up 1 done", "enabled (connected)", "value [101]",
+                        "interrupted", "set-up 2: battery [42]", "set-up 2 done", "enabled (connected)", "value [102]",
+                    ], "\(log.all)")
+            } cleanup: {
+                await advertising.stop()
+            }
         }
     }
 }

@@ -43,6 +43,9 @@ public protocol ScenarioBackend: Sendable {
     /// BlueZ 5.82), for the few behaviours of `bluetoothd` that differ between versions. No
     /// default: a backend that wraps another must forward it, or version conditions go silent.
     var bluezVersion: (major: Int, minor: Int)? { get }
+    /// The time since the backend started, where it is exact (the simulated radio's clock inside
+    /// `run`); `nil` on real BlueZ, whose timing a scenario can only bound.
+    var now: Duration? { get }
 }
 
 /// A backend that adds to another (the lifecycle backends add adapter removal and link drops):
@@ -65,6 +68,7 @@ extension ScenarioBackendWrapper {
     public var reportsDisconnectionReasons: Bool { base.reportsDisconnectionReasons }
     public var hasItsProcessToItself: Bool { base.hasItsProcessToItself }
     public var bluezVersion: (major: Int, minor: Int)? { base.bluezVersion }
+    public var now: Duration? { base.now }
     public func pause(_ duration: Duration) async throws { try await base.pause(duration) }
     public func tearDown() async throws { try await base.tearDown() }
 }
@@ -77,6 +81,7 @@ extension ScenarioBackend {
     public var serverPacing: NotificationPacing { .default }
     public var reportsDisconnectionReasons: Bool { false }
     public var hasItsProcessToItself: Bool { false }
+    public var now: Duration? { nil }
 
     /// Waits until `condition` holds, checking every 20 ms of the backend's time; fails after `timeout`.
     func eventually(

@@ -148,14 +148,19 @@ public actor Adapter {
         backend.stateChanges()
     }
 
-    /// The peripheral a scan discovered.
+    /// The peripheral a scan discovered, with the address type the scan reported
+    /// (``Peripheral/addressType``): connecting finds that device only.
     public nonisolated func peripheral(for discovery: Discovery) -> Peripheral {
-        peripheral(address: discovery.address)
+        Peripheral(
+            backend: backend.peripheral(address: discovery.address, addressType: discovery.addressType),
+            addressType: discovery.addressType)
     }
 
-    /// The peripheral with the given address (BlueZ must have seen it, in a scan or bonded).
+    /// The peripheral with the given address, of whatever address type. Connecting needs no scan
+    /// when the adapter knows the device (see ``knownPeripherals()``); otherwise it is looked for
+    /// within the connect timeout.
     public nonisolated func peripheral(address: BluetoothAddress) -> Peripheral {
-        Peripheral(backend: backend.peripheral(address: address))
+        Peripheral(backend: backend.peripheral(address: address, addressType: nil))
     }
 
     /// Connects to a peripheral, runs `body`, and disconnects, whatever `body` does.

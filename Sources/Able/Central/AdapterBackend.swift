@@ -8,7 +8,9 @@ package protocol AdapterBackend: Sendable {
     func scan(_ filter: ScanFilter, into continuation: ScanStream.Continuation) async throws
     /// Starts a passive scan through an advertisement monitor; discoveries go to `continuation`.
     func passiveScan(_ filter: PassiveScanFilter, into continuation: ScanStream.Continuation) async throws
-    func peripheral(address: BluetoothAddress) -> any PeripheralBackend
+    /// The peripheral at `address`; `addressType`, when known (from a scan), is the one it must
+    /// have: a device found with another type is not it.
+    func peripheral(address: BluetoothAddress, addressType: BluetoothAddress.AddressType?) -> any PeripheralBackend
     func gattServerBackend() async throws -> any GATTServerBackend
     func startAdvertising(_ advertisement: Advertisement) async throws -> AdvertisingSet
     /// What the adapter can advertise now.

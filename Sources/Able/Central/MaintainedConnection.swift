@@ -4,33 +4,46 @@ import AbleStreams
 /// ``ReconnectPolicy`` says, and re-enables the notification subscriptions made through it.
 ///
 /// ```swift
-/// let connection = adapter.maintainConnection(to: "C0:FF:EE:00:00:01")
+/// let connection = adapter.maintainConnection(to: discovery) { peripheral in
+///     // Runs on every connection, before the resumed subscriptions deliver.
+///     print("battery", try await peripheral.read(Characteristics.batteryLevel))
+/// }
 /// for try await event in connection.notifications(of: Characteristics.temperature) {
 ///     switch event {
-///     case .value(let bytes): log(bytes)
-///     case .interrupted(let reason): log("gap begins: \(reason ?? "link lost")")
-///     case .enabled: log("receiving (again)")
+///     case .value(let bytes): print(bytes)
+///     case .interrupted(let reason): print("gap begins: \(reason.message)")
+///     case .enabled: print("receiving (again)")
 ///     }
 /// }
 /// ```
 ///
-/// Obtain one with ``Adapter/maintainConnection(to:policy:)`` and end it with ``stop()``, or use
-/// ``Adapter/withMaintainedConnection(to:policy:isolation:_:)``, which stops it when its body ends.
-/// Watch ``connectionStates()`` to see it connect, lose the link, wait and give up. GATT
-/// operations go through ``peripheral`` while the state is ``State/connected``.
+/// Obtain one with ``Adapter/maintainConnection(to:policy:onConnect:)-(Discovery,_,_)`` (or by
+/// address) and end it with ``stop()``, or use
+/// ``Adapter/withMaintainedConnection(to:policy:onConnect:isolation:_:)-(Discovery,_,_,_,_)``,
+/// which stops it when its body ends. Watch ``connectionStates()`` to see it connect, lose the
+/// link, wait and give up. GATT operations go through ``peripheral`` while the state is
+/// ``State/connected``.
+///
+/// Every reason is a ``BluetoothError`` an app can switch on by ``BluetoothError/code``: a link
+/// loss is ``BluetoothError/Code/linkTimeout``, ``BluetoothError/Code/peerDisconnected``,
+/// ``BluetoothError/Code/locallyDisconnected`` or ``BluetoothError/Code/authenticationFailed``
+/// where the backend says why (BlueZ 5.83 and later, the simulated radio), and
+/// ``BluetoothError/Code/disconnected`` where it does not.
 ///
 /// - Important: One task drives the connection; cancelling the task that called
-///   ``Adapter/withMaintainedConnection(to:policy:isolation:_:)`` stops it. A connection that is not
-///   stopped keeps reconnecting for as long as the process runs (or until its policy gives up).
+///   ``Adapter/withMaintainedConnection(to:policy:onConnect:isolation:_:)-(Discovery,_,_,_,_)``
+///   stops it. A connection that is not stopped keeps reconnecting for as long as the process
+///   runs (or until its policy gives up).
 public final class MaintainedConnection: Sendable {
     /// Where a maintained connection stands.
-    public enum State: Sendable, CustomStringConvertible {
+    public enum State: Sendable, Hashable, CustomStringConvertible {
         /// Attempt `attempt` (1 for the first since the last success) is under way.
         case connecting(attempt: Int)
         /// Connected, services resolved and subscriptions re-enabled.
         case connected
-        /// The link was lost (`reason` when the backend knows it); reconnecting follows at once.
-        case disconnected(reason: String?)
+        /// The link was lost, for `reason` (``BluetoothError/Code/disconnected`` when the backend
+        /// does not say why); reconnecting follows at once.
+        case disconnected(reason: BluetoothError)
         /// Attempt `attempt` failed with `error`; the next one starts after `delay`.
         case waiting(attempt: Int, delay: Duration, error: BluetoothError)
         /// The policy's attempts ran out, or a failure another attempt would meet again happened
@@ -43,8 +56,7 @@ public final class MaintainedConnection: Sendable {
             switch self {
             case .connecting(let attempt): "connecting (attempt \(attempt))"
             case .connected: "connected"
-            case .disconnected(let reason?): "disconnected (\(reason))"
-            case .disconnected: "disconnected"
+            case .disconnected(let reason): "disconnected (\(reason.message))"
             case .waiting(let attempt, let delay, let error):
                 "attempt \(attempt) failed (\(error)); retrying in \(delay)"
             case .gaveUp(let error): "gave up: \(error)"
@@ -66,8 +78,11 @@ public final class MaintainedConnection: Sendable {
     public enum Notification: Sendable, Hashable, CustomStringConvertible {
         /// A value the peripheral notified or indicated.
         case value([UInt8])
-        /// The link was lost: whatever the peripheral sends from now until ``enabled`` is missed.
-        case interrupted(reason: String?)
+        /// Values may be missed from now until ``enabled``: the link was lost (`reason` says why,
+        /// as ``State/disconnected(reason:)`` does), the peripheral's services changed
+        /// (``BluetoothError/Code/attributeRemoved``), or its notifications ended while the link
+        /// stayed up.
+        case interrupted(reason: BluetoothError)
         /// Notifications are enabled on the peripheral, the first time or again after a
         /// reconnection: values flow from here.
         case enabled
@@ -75,8 +90,7 @@ public final class MaintainedConnection: Sendable {
         public var description: String {
             switch self {
             case .value(let bytes): Hex.string(bytes)
-            case .interrupted(let reason?): "interrupted (\(reason))"
-            case .interrupted: "interrupted"
+            case .interrupted(let reason): "interrupted (\(reason.message))"
             case .enabled: "enabled"
             }
         }
@@ -90,6 +104,10 @@ public final class MaintainedConnection: Sendable {
         var continuation: Notifications.Continuation
         /// Relays the current link's notification stream; cancelled when the link goes.
         var relay: Task<Void, Never>?
+        /// Subscribes again after the values ended under a link that stays up; cancelled when the
+        /// link goes. Apart from the relay, so that waiting for a relay to hand over its values
+        /// never waits for a retry's pause.
+        var retry: Task<Void, Never>?
         /// Whether the consumer has been told of the current gap.
         var interrupted = false
         /// The link it is enabled on (or being enabled on): never twice on one link.
@@ -117,11 +135,16 @@ public final class MaintainedConnection: Sendable {
     /// The policy it follows.
     public let policy: ReconnectPolicy
     private let sleep: @Sendable (Duration) async throws -> Void
+    private let onConnect: (@Sendable (Peripheral) async throws -> Void)?
     private let storage = Lock(Storage())
 
-    init(peripheral: Peripheral, policy: ReconnectPolicy, sleep: @escaping @Sendable (Duration) async throws -> Void) {
+    init(
+        peripheral: Peripheral, policy: ReconnectPolicy, onConnect: (@Sendable (Peripheral) async throws -> Void)?,
+        sleep: @escaping @Sendable (Duration) async throws -> Void
+    ) {
         self.peripheral = peripheral
         self.policy = policy
+        self.onConnect = onConnect
         self.sleep = sleep
     }
 
@@ -271,17 +294,24 @@ public final class MaintainedConnection: Sendable {
                 let follower = Task { [self] in
                     for await change in serviceChanges { await servicesChanged(change) }
                 }
-                let reason = await linkLoss(states)
+                let reason =
+                    await linkLoss(states)
+                    ?? BluetoothError(.disconnected, message: "the link to \(peripheral.address) was lost")
                 follower.cancel()
                 guard !Task.isCancelled else { break }
                 await interruptAll(reason: reason)
                 publish(.disconnected(reason: reason))
             } catch {
                 guard !Task.isCancelled, !(error is CancellationError) else { break }
-                await interruptAll(reason: "\(error)")
-                failures += 1
                 let failure =
-                    error as? BluetoothError ?? BluetoothError(.failed, message: "\(error)")
+                    error as? BluetoothError ?? BluetoothError(.failed, message: "\(error)", cause: error)
+                await interruptAll(reason: failure)
+                // A link the per-connection set-up failed on is still up: take it down before
+                // the next attempt (a link that went meanwhile makes this a no-op).
+                if await peripheral.isConnected {
+                    await runEvenIfCancelled { [peripheral] in try? await peripheral.disconnect() }
+                }
+                failures += 1
                 if !ReconnectPolicy.isTransient(failure) || failures >= (policy.maximumAttempts ?? .max) {
                     finalState = .gaveUp(failure)
                     break
@@ -299,21 +329,24 @@ public final class MaintainedConnection: Sendable {
     }
 
     /// Waits until the link is lost (or the task is cancelled); returns the reason.
-    private func linkLoss(_ states: AsyncStream<Peripheral.ConnectionState>) async -> String? {
+    private func linkLoss(_ states: AsyncStream<Peripheral.ConnectionState>) async -> BluetoothError? {
         for await state in states {
             if case .disconnected(let reason) = state { return reason }
         }
         return nil
     }
 
-    /// Enables every subscription on the new link, then reports the connection, then starts
-    /// their relays: a consumer that sees ``Notification/enabled`` finds the state ``State/connected``.
+    /// Enables every subscription on the new link, runs the per-connection set-up, then reports the
+    /// connection, then starts their relays: a consumer that sees ``Notification/enabled`` finds
+    /// the state ``State/connected``, and values the peripheral sent during the set-up wait in
+    /// each link's ``NotificationStream`` until then.
     private func enableAll() async throws {
         let ids = storage.withLock { Array($0.subscriptions.keys).sorted() }
         var enabled: [(UInt64, NotificationStream)] = []
         for id in ids {
             if let values = try await subscribe(id) { enabled.append((id, values)) }
         }
+        if let onConnect { try await onConnect(peripheral) }
         publish(.connected)
         for (id, values) in enabled { relay(values, to: id) }
     }
@@ -351,9 +384,10 @@ public final class MaintainedConnection: Sendable {
     /// BlueZ peripheral re-registering its application sends Service Changed for the old range,
     /// then for the new one), and the second can take seconds on a slow link.
     private func servicesChanged(_ change: ServiceChange) async {
-        let reason = "\(peripheral.address) changed its services"
-        let affected = storage.withLock { storage -> [(UInt64, Notifications.Continuation?, Task<Void, Never>?)] in
-            var affected: [(UInt64, Notifications.Continuation?, Task<Void, Never>?)] = []
+        let reason = BluetoothError(.attributeRemoved, message: "\(peripheral.address) changed its services")
+        typealias Affected = (UInt64, Notifications.Continuation?, Task<Void, Never>?, Task<Void, Never>?)
+        let affected = storage.withLock { storage -> [Affected] in
+            var affected: [Affected] = []
             for (id, subscription) in storage.subscriptions {
                 let lost = subscription.found.map { found in
                     !change.services.contains { $0.characteristics.contains(found) }
@@ -366,12 +400,15 @@ public final class MaintainedConnection: Sendable {
                 storage.subscriptions[id]!.link = nil
                 storage.subscriptions[id]!.found = nil
                 storage.subscriptions[id]!.relay = nil
-                affected.append((id, interrupted ? nil : subscription.continuation, subscription.relay))
+                storage.subscriptions[id]!.retry = nil
+                affected.append(
+                    (id, interrupted ? nil : subscription.continuation, subscription.relay, subscription.retry))
             }
             return affected
         }
-        for (id, continuation, relay) in affected.sorted(by: { $0.0 < $1.0 }) {
+        for (id, continuation, relay, retry) in affected.sorted(by: { $0.0 < $1.0 }) {
             relay?.cancel()
+            retry?.cancel()
             continuation?.yield(.interrupted(reason: reason))
             let characteristic = storage.withLock { $0.subscriptions[id]?.characteristic }
             guard let characteristic else { continue }
@@ -395,7 +432,7 @@ public final class MaintainedConnection: Sendable {
                     let error = BluetoothError(
                         .attributeRemoved,
                         message: "characteristic \(characteristic.uuid) of service \(characteristic.service.uuid) "
-                            + "is gone: \(reason)")
+                            + "is gone: \(reason.message)")
                     pending.finish(throwing: error)
                 }
                 storage.withLock { $0.serviceChangeWaits.updateValue(wait, forKey: id) }?.cancel()
@@ -412,7 +449,7 @@ public final class MaintainedConnection: Sendable {
         yield(.enabled, to: id)
         let link = storage.withLock { $0.link }
         let relay = Task.inheritingExecutor {
-            var reason: String?
+            var reason: BluetoothError?
             do {
                 for try await value in values { self.yield(.value(value), to: id) }
             } catch let error as BluetoothError where error.code == .attributeRemoved {
@@ -420,13 +457,14 @@ public final class MaintainedConnection: Sendable {
                 // enables the subscription again, or ends it, once the change is complete.
                 return
             } catch {
-                reason = "\(error)"
+                reason = error as? BluetoothError ?? BluetoothError(.failed, message: "\(error)", cause: error)
             }
             // When the link went, the supervisor reports the gap; when the values ended under a
             // link that stays up for another reason, the characteristic went away without a
             // change of services being seen (the peer's GATT application was unregistered):
-            // subscribe again once it is back.
-            await self.resubscribe(id, link: link, reason: reason)
+            // subscribe again once it is back. The relay itself ends here, so that a link loss's
+            // gap is reported as soon as the lost link's values are handed over.
+            self.valuesEnded(id, link: link, reason: reason)
         }
         let replaced = storage.withLock { storage -> Task<Void, Never>? in
             guard storage.subscriptions[id] != nil else { return nil }
@@ -439,10 +477,23 @@ public final class MaintainedConnection: Sendable {
         if storage.withLock({ $0.subscriptions[id] == nil }) { relay.cancel() }
     }
 
+    /// Starts a subscription's retry after its values ended on link `link` (which may be going: the
+    /// supervisor, learning of a link loss, cancels the retry).
+    private func valuesEnded(_ id: UInt64, link: Int, reason: BluetoothError?) {
+        let retry = Task.inheritingExecutor { [self] in await resubscribe(id, link: link, reason: reason) }
+        let cancelled = storage.withLock { storage -> Task<Void, Never>? in
+            guard storage.link == link, storage.subscriptions[id]?.link == link else { return retry }
+            let replaced = storage.subscriptions[id]!.retry
+            storage.subscriptions[id]!.retry = retry
+            return replaced
+        }
+        cancelled?.cancel()
+    }
+
     /// After a subscription's values ended while its link stays up: reports the gap, then
     /// subscribes again every ``resubscribeInterval`` for as long as the link lasts, until the
     /// characteristic is back. A link loss in the meantime leaves it to the supervisor.
-    private func resubscribe(_ id: UInt64, link: Int, reason: String?) async {
+    private func resubscribe(_ id: UInt64, link: Int, reason: BluetoothError?) async {
         // A link loss ends the values too, and the supervisor learns of it a little later.
         do {
             try await sleep(Self.resubscribeInterval)
@@ -458,7 +509,12 @@ public final class MaintainedConnection: Sendable {
             return storage.subscriptions[id]!.characteristic
         }
         guard let characteristic else { return }
-        yield(.interrupted(reason: reason), to: id)
+        let gap =
+            reason
+            ?? BluetoothError(
+                .disconnected,
+                message: "the notifications of \(characteristic.uuid) ended while the link stayed up")
+        yield(.interrupted(reason: gap), to: id)
         while true {
             do {
                 try await sleep(Self.resubscribeInterval)
@@ -493,18 +549,22 @@ public final class MaintainedConnection: Sendable {
     /// Tells every subscription of a gap (once per gap), after the lost link's values it had
     /// received: the lost link's notification streams end (with ``BluetoothError/Code/disconnected``)
     /// once their buffered values are taken, which their relays are given ``relayDrainGrace`` to do.
-    private func interruptAll(reason: String?) async {
-        let interrupted = storage.withLock { storage in
+    private func interruptAll(reason: BluetoothError) async {
+        let (interrupted, retries) = storage.withLock { storage in
             var interrupted: [(Notifications.Continuation, Task<Void, Never>?)] = []
+            var retries: [Task<Void, Never>] = []
             for id in storage.subscriptions.keys {
                 storage.subscriptions[id]!.link = nil
+                if let retry = storage.subscriptions[id]!.retry { retries.append(retry) }
+                storage.subscriptions[id]!.retry = nil
                 guard !storage.subscriptions[id]!.interrupted else { continue }
                 storage.subscriptions[id]!.interrupted = true
                 interrupted.append((storage.subscriptions[id]!.continuation, storage.subscriptions[id]!.relay))
                 storage.subscriptions[id]!.relay = nil
             }
-            return interrupted
+            return (interrupted, retries)
         }
+        for retry in retries { retry.cancel() }
         for (continuation, relay) in interrupted {
             if let relay {
                 let drained: Bool? = try? await withTimeLimit(Self.relayDrainGrace) {
@@ -521,7 +581,9 @@ public final class MaintainedConnection: Sendable {
     static let relayDrainGrace = Duration.seconds(2)
 
     private func publish(_ state: State) {
-        let listeners = storage.withLock { storage in
+        let listeners = storage.withLock { storage -> [AsyncStream<State>.Continuation] in
+            // The first attempt's state is the one a new connection starts in: said once.
+            guard storage.state != state else { return [] }
             storage.state = state
             return Array(storage.stateListeners.values)
         }
@@ -541,6 +603,7 @@ public final class MaintainedConnection: Sendable {
         }
         for subscription in subscriptions {
             subscription.relay?.cancel()
+            subscription.retry?.cancel()
             if case .gaveUp(let error) = state {
                 subscription.continuation.finish(throwing: error)
             } else {
@@ -557,23 +620,98 @@ public final class MaintainedConnection: Sendable {
 }
 
 extension Adapter {
-    /// Keeps the peripheral at `address` connected until ``MaintainedConnection/stop()``:
+    /// What runs on every connection of a maintained connection, before its resumed subscriptions
+    /// deliver: the peripheral, connected with its services resolved.
+    public typealias ConnectionSetUp = @Sendable (Peripheral) async throws -> Void
+
+    /// Keeps the peripheral a scan found connected until ``MaintainedConnection/stop()``:
     /// connects now, and reconnects after each link loss as `policy` says.
     ///
-    /// The address needs no scan when the adapter knows it (see ``knownPeripherals()``); otherwise
-    /// each attempt looks for it within the policy's connect timeout.
+    /// Connecting looks for the device with the address type the scan reported
+    /// (``Discovery/addressType``), so a random address is never taken for a public one.
+    ///
+    /// - Parameters:
+    ///   - discovery: The peripheral, as a scan found it.
+    ///   - policy: How to reconnect.
+    ///   - onConnect: Runs on every connection, once the services are resolved and the
+    ///     subscriptions enabled again, before the state becomes ``MaintainedConnection/State/connected``
+    ///     and before any subscription reports ``MaintainedConnection/Notification/enabled`` or
+    ///     delivers the new link's values (they wait in the link's buffer meanwhile): read a
+    ///     battery level, write a configuration, check a firmware version. When it throws, the
+    ///     link is taken down and the attempt counts as failed: the error goes through
+    ///     ``ReconnectPolicy/isTransient(_:)`` like a failed connection's (an error that is not a
+    ///     ``BluetoothError`` is not transient, so the connection gives up with it as
+    ///     ``BluetoothError/Code/failed``).
+    /// - Returns: The maintained connection, already connecting.
     ///
     /// The corresponding BlueZ methods are `org.bluez.Device1.Connect` and `Disconnect`, and
     /// `GattCharacteristic1.StartNotify` for each subscription after each connection.
     /// - Important: Call ``MaintainedConnection/stop()`` when done, or it runs for as long as the process.
     public nonisolated func maintainConnection(
-        to address: BluetoothAddress, policy: ReconnectPolicy = ReconnectPolicy()
+        to discovery: Discovery, policy: ReconnectPolicy = ReconnectPolicy(), onConnect: ConnectionSetUp? = nil
+    ) -> MaintainedConnection {
+        maintainConnection(to: peripheral(for: discovery), policy: policy, onConnect: onConnect)
+    }
+
+    /// Keeps the peripheral at `address` connected until ``MaintainedConnection/stop()``:
+    /// connects now, and reconnects after each link loss as `policy` says.
+    ///
+    /// The address needs no scan when the adapter knows it (see ``knownPeripherals()``); otherwise
+    /// each attempt looks for it, of whatever address type, within the policy's connect timeout.
+    ///
+    /// - Parameters:
+    ///   - address: The peripheral's address.
+    ///   - policy: How to reconnect.
+    ///   - onConnect: Runs on every connection before the resumed subscriptions deliver; see
+    ///     ``maintainConnection(to:policy:onConnect:)-(Discovery,_,_)``.
+    /// - Returns: The maintained connection, already connecting.
+    ///
+    /// The corresponding BlueZ methods are `org.bluez.Device1.Connect` and `Disconnect`, and
+    /// `GattCharacteristic1.StartNotify` for each subscription after each connection.
+    /// - Important: Call ``MaintainedConnection/stop()`` when done, or it runs for as long as the process.
+    public nonisolated func maintainConnection(
+        to address: BluetoothAddress, policy: ReconnectPolicy = ReconnectPolicy(), onConnect: ConnectionSetUp? = nil
+    ) -> MaintainedConnection {
+        maintainConnection(to: peripheral(address: address), policy: policy, onConnect: onConnect)
+    }
+
+    private nonisolated func maintainConnection(
+        to peripheral: Peripheral, policy: ReconnectPolicy, onConnect: ConnectionSetUp?
     ) -> MaintainedConnection {
         let connection = MaintainedConnection(
-            peripheral: peripheral(address: address), policy: policy,
+            peripheral: peripheral, policy: policy, onConnect: onConnect,
             sleep: { [backend] in try await backend.sleep(for: $0) })
         connection.start()
         return connection
+    }
+
+    /// Keeps the peripheral a scan found connected while `body` runs, then stops (disconnecting),
+    /// whatever `body` does and even when the task is cancelled.
+    ///
+    /// ```swift
+    /// try await adapter.withMaintainedConnection(to: discovery) { peripheral in
+    ///     print("battery", try await peripheral.read(Characteristics.batteryLevel))
+    /// } _: { connection in
+    ///     for try await event in connection.notifications(of: Characteristics.heartRate) {
+    ///         print(event)
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - discovery: The peripheral, as a scan found it.
+    ///   - policy: How to reconnect.
+    ///   - onConnect: Runs on every connection before the resumed subscriptions deliver; see
+    ///     ``maintainConnection(to:policy:onConnect:)-(Discovery,_,_)``.
+    ///   - isolation: Where `body` runs; the caller's actor by default.
+    ///   - body: What to do with the maintained connection.
+    /// - Returns: What `body` returned.
+    /// - Throws: What `body` throws.
+    public func withMaintainedConnection<T>(
+        to discovery: Discovery, policy: ReconnectPolicy = ReconnectPolicy(), onConnect: ConnectionSetUp? = nil,
+        isolation: isolated (any Actor)? = #isolation, _ body: (MaintainedConnection) async throws -> sending T
+    ) async throws -> sending T {
+        try await run(maintainConnection(to: discovery, policy: policy, onConnect: onConnect), body)
     }
 
     /// Keeps the peripheral at `address` connected while `body` runs, then stops (disconnecting),
@@ -582,14 +720,24 @@ extension Adapter {
     /// - Parameters:
     ///   - address: The peripheral's address.
     ///   - policy: How to reconnect.
+    ///   - onConnect: Runs on every connection before the resumed subscriptions deliver; see
+    ///     ``maintainConnection(to:policy:onConnect:)-(Discovery,_,_)``.
     ///   - isolation: Where `body` runs; the caller's actor by default.
     ///   - body: What to do with the maintained connection.
     /// - Returns: What `body` returned.
+    /// - Throws: What `body` throws.
     public func withMaintainedConnection<T>(
-        to address: BluetoothAddress, policy: ReconnectPolicy = ReconnectPolicy(),
+        to address: BluetoothAddress, policy: ReconnectPolicy = ReconnectPolicy(), onConnect: ConnectionSetUp? = nil,
         isolation: isolated (any Actor)? = #isolation, _ body: (MaintainedConnection) async throws -> sending T
     ) async throws -> sending T {
-        let connection = maintainConnection(to: address, policy: policy)
+        try await run(maintainConnection(to: address, policy: policy, onConnect: onConnect), body)
+    }
+
+    /// Runs `body` with `connection`, then stops it, even when the task is cancelled.
+    private func run<T>(
+        _ connection: MaintainedConnection, isolation: isolated (any Actor)? = #isolation,
+        _ body: (MaintainedConnection) async throws -> sending T
+    ) async throws -> sending T {
         do {
             let result = try await body(connection)
             await runEvenIfCancelled { await connection.stop() }

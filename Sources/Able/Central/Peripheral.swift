@@ -22,12 +22,15 @@ import AbleStreams
 public actor Peripheral {
     /// Where a connection stands.
     public enum ConnectionState: Sendable, Hashable, CustomStringConvertible {
-        /// Not connected. `reason` says why the link ended when the backend knows: BlueZ 5.83
-        /// and later announce it (`Device1.Disconnected`: "the peripheral ended the link", "this
-        /// adapter ended the link", "the link timed out", …); earlier BlueZ reports no reason
-        /// over D-Bus, so there it is `nil` unless the device itself went away. A simulated radio
-        /// gives the reason of the fault that ended the link.
-        case disconnected(reason: String?)
+        /// Not connected. `reason` says why the last link ended, as a ``BluetoothError`` whose
+        /// ``BluetoothError/code`` an app can switch on: ``BluetoothError/Code/peerDisconnected``,
+        /// ``BluetoothError/Code/locallyDisconnected``, ``BluetoothError/Code/linkTimeout``,
+        /// ``BluetoothError/Code/authenticationFailed``, or ``BluetoothError/Code/disconnected``
+        /// when the backend does not know more. BlueZ 5.83 and later announce the reason
+        /// (`Device1.Disconnected`); earlier BlueZ reports none over D-Bus, so there it is `nil`
+        /// unless the device itself went away. `nil` also before any link. A simulated radio gives
+        /// the reason of the fault that ended the link.
+        case disconnected(reason: BluetoothError?)
         /// Linked, but the services are not resolved yet.
         case connecting
         /// Linked, with the services resolved: GATT operations can go ahead.
@@ -38,7 +41,7 @@ public actor Peripheral {
 
         public var description: String {
             switch self {
-            case .disconnected(let reason?): "disconnected (\(reason))"
+            case .disconnected(let reason?): "disconnected (\(reason.message))"
             case .disconnected: "disconnected"
             case .connecting: "connecting"
             case .connected: "connected"
@@ -65,9 +68,15 @@ public actor Peripheral {
     /// The peripheral's address.
     public nonisolated let address: BluetoothAddress
 
-    init(backend: any PeripheralBackend) {
+    /// Whether ``address`` is public or random, when it is known: the type a scan reported, for a
+    /// peripheral obtained from a ``Discovery``; `nil` for one obtained by address alone, which
+    /// connects to the device of that address whatever its type.
+    public nonisolated let addressType: BluetoothAddress.AddressType?
+
+    init(backend: any PeripheralBackend, addressType: BluetoothAddress.AddressType? = nil) {
         self.backend = backend
         self.address = backend.address
+        self.addressType = addressType
     }
 
     /// Whether the peripheral is connected now.

@@ -93,6 +93,7 @@ extension BluetoothError {
             case connectionAttemptFailed, disconnected, timeout, cancelled
             case daemonUnavailable, protocolError, attError, failed, internalError
             case adapterRemoved, attributeRemoved
+            case peerDisconnected, locallyDisconnected, linkTimeout
         }
 
         private let wrapped: Wrapped
@@ -146,8 +147,19 @@ extension BluetoothError {
         public static let authenticationTimeout = Code(.authenticationTimeout)
         /// The connection could not be established (BlueZ `ConnectionAttemptFailed`).
         public static let connectionAttemptFailed = Code(.connectionAttemptFailed)
-        /// The peer or the link went away while the operation was under way.
+        /// The peer or the link went away while the operation was under way, or a link ended for a
+        /// reason the backend does not tell (BlueZ before 5.83 announces no disconnection reason).
+        /// A link whose end has a known reason carries a more specific code:
+        /// ``peerDisconnected``, ``locallyDisconnected``, ``linkTimeout``, ``authenticationFailed``.
         public static let disconnected = Code(.disconnected)
+        /// The remote device ended the link (BlueZ's disconnection reason `Remote`).
+        public static let peerDisconnected = Code(.peerDisconnected)
+        /// This host ended the link: a disconnection asked for here, by this process or another
+        /// (BlueZ's disconnection reason `Local`).
+        public static let locallyDisconnected = Code(.locallyDisconnected)
+        /// The link's supervision timeout expired: the device went out of range or stopped
+        /// answering (BlueZ's disconnection reason `Timeout`).
+        public static let linkTimeout = Code(.linkTimeout)
         /// The operation did not finish in time.
         public static let timeout = Code(.timeout)
         /// The operation was cancelled, by the task or by BlueZ (BlueZ `Canceled`).
@@ -198,6 +210,24 @@ extension BluetoothError {
         public var description: String {
             "\(file):\(line)"
         }
+    }
+}
+
+extension BluetoothError: Hashable {
+    /// Whether two errors say the same: the same ``code``, ``message``, ``errorName`` and
+    /// ``attError``. Where they were created (``location``) and their ``cause`` (any error, not
+    /// always comparable) are not compared.
+    public static func == (lhs: BluetoothError, rhs: BluetoothError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message && lhs.errorName == rhs.errorName
+            && lhs.attError == rhs.attError
+    }
+
+    /// Hashes the parts that ``==(_:_:)`` compares.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(message)
+        hasher.combine(errorName)
+        hasher.combine(attError)
     }
 }
 

@@ -1,3 +1,5 @@
+import Able
+
 /// Why a link ended, in Able's words, from what BlueZ 5.83 and later announce with
 /// `Device1.Disconnected` (its reason names are in `doc/org.bluez.Device.rst`).
 enum BlueZDisconnectionReason {
@@ -13,5 +15,20 @@ enum BlueZDisconnectionReason {
         case "org.bluez.Reason.Suspend": "this host suspended"
         default: message.isEmpty ? name : message
         }
+    }
+
+    /// The error that says why a link ended, for BlueZ's reason `name`: its code tells the
+    /// reasons apart (an unknown one is ``BluetoothError/Code/disconnected``), its message is
+    /// ``describe(_:message:peer:)``'s, and its error name is BlueZ's reason name.
+    static func error(_ name: String, message: String, peer: String) -> BluetoothError {
+        let code: BluetoothError.Code =
+            switch name {
+            case "org.bluez.Reason.Remote": .peerDisconnected
+            case "org.bluez.Reason.Local": .locallyDisconnected
+            case "org.bluez.Reason.Timeout": .linkTimeout
+            case "org.bluez.Reason.Authentication": .authenticationFailed
+            default: .disconnected
+            }
+        return BluetoothError(code, message: describe(name, message: message, peer: peer), errorName: name)
     }
 }

@@ -191,8 +191,11 @@ struct NotifyCommand: Command {
                     if let count, received >= count { return received }
                 case .interrupted(let reason):
                     console.result(
-                        "link lost\(reason.map { " (\($0))" } ?? ""); values sent until it is back are missed",
-                        json: .object([("event", "interrupted"), ("reason", .optional(reason) { .string($0) })]))
+                        "link lost (\(reason.message)); values sent until it is back are missed",
+                        json: .object([
+                            ("event", "interrupted"), ("code", .string("\(reason.code)")),
+                            ("reason", .string(reason.message)),
+                        ]))
                 case .enabled:
                     console.result(
                         "subscribed to \(uuid)\(count.map { "; waiting for \($0) values" } ?? " (Ctrl-C to stop)")",

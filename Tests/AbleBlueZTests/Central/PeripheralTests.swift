@@ -45,11 +45,28 @@ struct PeripheralTests {
     @Test(
         "A lost link says why where BlueZ 5.83 and later announce it, and nothing where BlueZ is silent",
         arguments: [
-            ("org.bluez.Reason.Remote" as String?, "the peripheral ended the link" as String?),
-            ("org.bluez.Reason.Timeout", "the link timed out"),
+            (
+                "org.bluez.Reason.Remote" as String?,
+                BluetoothError(
+                    .peerDisconnected, message: "the peripheral ended the link", errorName: "org.bluez.Reason.Remote")
+                    as BluetoothError?
+            ),
+            (
+                "org.bluez.Reason.Timeout",
+                BluetoothError(.linkTimeout, message: "the link timed out", errorName: "org.bluez.Reason.Timeout")
+            ),
+            (
+                "org.bluez.Reason.Local",
+                BluetoothError(
+                    .locallyDisconnected, message: "this adapter ended the link", errorName: "org.bluez.Reason.Local")
+            ),
+            (
+                "org.bluez.Reason.Unknown",
+                BluetoothError(.disconnected, message: "from the fake", errorName: "org.bluez.Reason.Unknown")
+            ),
             (nil, nil),
         ])
-    func connectionStatesCarryTheReason(announced: String?, expected: String?) async throws {
+    func connectionStatesCarryTheReason(announced: String?, expected: BluetoothError?) async throws {
         try await withDevice(announcesConnected: true) { fake, device, _, peripheral in
             try await peripheral.connect(timeout: .safetyNet)
             var states = await peripheral.connectionStates().makeAsyncIterator()
