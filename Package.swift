@@ -44,7 +44,8 @@ let package = Package(
         .testTarget(
             name: "AbleBlueZTests",
             dependencies: [
-                "Able", "AbleBlueZ", "AbleDBus", "AbleStreams", "CBluetooth", "AbleScenarios", "AbleTestSupport",
+                "Able", "AbleBlueZ", "AbleDBus", "AbleStreams", "CBluetooth", "AbleScenarios", "AbleSimulator",
+                "AbleTestSupport",
             ]),
         .testTarget(
             name: "AbleCommandTests",

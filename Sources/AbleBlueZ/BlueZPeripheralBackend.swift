@@ -229,8 +229,7 @@ struct BlueZPeripheralBackend: PeripheralBackend {
         do {
             return try await body()
         } catch let error as BluetoothError
-            where error.errorName == "org.freedesktop.DBus.Error.UnknownObject"
-            || error.errorName == "org.freedesktop.DBus.Error.UnknownMethod"
+            where (error.cause as? DBusError).map({ $0.name == .unknownObject || $0.name == .unknownMethod }) == true
         {
             guard system.tree.interfaces(at: object) == nil else { throw error }
             guard isConnected else {

@@ -107,7 +107,7 @@ struct SimulatedDevice {
     var events: GATTServerEvents?
     var isAdvertising = true
     var isInRange = true
-    var connectFailure: (String, String)?
+    var connectFailure: SimulatedPeripheral.ConnectionFailure?
     var paired: Set<BluetoothAddress> = []
     /// The centrals among ``paired`` whose keys came from pairing with man-in-the-middle
     /// protection (numeric comparison or passkey entry).

@@ -66,8 +66,7 @@ struct SimulatedAdapterBackend: AdapterBackend {
                 throw BluetoothError(.adapterRemoved, message: "adapter \(name) was removed")
             }
             guard state.adapters[address]?.isPowered == true else {
-                throw BluetoothError(
-                    .notReady, message: "\(name) is powered off", errorName: "org.bluez.Error.NotReady")
+                throw BluetoothError(.notReady, message: "\(name) is powered off")
             }
             let id = state.makeID()
             state.scans[id] = RadioState.Scan(

@@ -38,32 +38,48 @@ public final class SimulatedPeripheral: Sendable {
         }
     }
 
-    /// Why a simulated connection attempt fails, as BlueZ words it.
+    /// Why a simulated connection attempt fails: the ``/Able/BluetoothError`` that `connect`
+    /// throws, by code and message.
+    ///
+    /// The presets are the failures a gateway meets most, with the code and text that the BlueZ
+    /// backend reports for them, so that code written against the simulator handles them as it
+    /// will on a real adapter.
     public struct ConnectionFailure: Sendable, Hashable {
-        /// BlueZ's error name, such as `org.bluez.Error.Failed`.
-        public var errorName: String
-        /// BlueZ's message, such as `le-connection-abort-by-local`.
+        /// The error's code, such as ``/Able/BluetoothError/Code/connectionAttemptFailed``.
+        public var code: BluetoothError.Code
+        /// The error's message, for people.
         public var message: String
 
-        /// A failure with BlueZ's error name and message.
-        public init(errorName: String, message: String) {
-            self.errorName = errorName
+        /// A failure that throws a ``/Able/BluetoothError`` with `code` and `message`.
+        ///
+        /// - Parameters:
+        ///   - code: The code of the error that `connect` throws.
+        ///   - message: The error's message, for people.
+        public init(_ code: BluetoothError.Code, message: String) {
+            self.code = code
             self.message = message
         }
 
-        /// `org.bluez.Error.Failed` with `le-connection-abort-by-local`: the controller gave up
-        /// (BlueZ's most common connection failure, often from a peripheral that stopped
-        /// advertising).
+        /// The controller gave up on the connection
+        /// (``/Able/BluetoothError/Code/connectionAttemptFailed``, with BlueZ's reason
+        /// `le-connection-abort-by-local` as message): the most common connection failure, often
+        /// from a peripheral that stopped advertising.
         public static let leConnectionAbortByLocal = ConnectionFailure(
-            errorName: "org.bluez.Error.Failed", message: "le-connection-abort-by-local")
+            .connectionAttemptFailed, message: "le-connection-abort-by-local")
 
-        /// `org.bluez.Error.InProgress`: another connection attempt to the device is under way.
-        public static let inProgress = ConnectionFailure(
-            errorName: "org.bluez.Error.InProgress", message: "In Progress")
+        /// Another connection attempt to the device is under way
+        /// (``/Able/BluetoothError/Code/inProgress``).
+        public static let inProgress = ConnectionFailure(.inProgress, message: "In Progress")
 
-        /// `org.bluez.Error.Failed` with `Software caused connection abort`.
-        public static let softwareAbort = ConnectionFailure(
-            errorName: "org.bluez.Error.Failed", message: "Software caused connection abort")
+        /// The kernel aborted the connection attempt (``/Able/BluetoothError/Code/failed``, with
+        /// the text of `ECONNABORTED`, `Software caused connection abort`, as BlueZ reports it);
+        /// ``/Able/ReconnectPolicy`` counts it as transient.
+        public static let softwareAbort = ConnectionFailure(.failed, message: "Software caused connection abort")
+
+        /// The error that `connect` throws for this failure.
+        var error: BluetoothError {
+            BluetoothError(code, message: message)
+        }
     }
 
     let radio: SimulatedRadio
@@ -117,15 +133,18 @@ public final class SimulatedPeripheral: Sendable {
         radio.announce(address)
     }
 
-    /// Makes the next connection attempt fail with BlueZ's error name and message, for example
-    /// `("org.bluez.Error.Failed", "le-connection-abort-by-local")` or `("org.bluez.Error.InProgress", "")`.
-    public func failNextConnection(errorName: String, message: String) {
-        failNextConnection(ConnectionFailure(errorName: errorName, message: message))
-    }
-
-    /// Makes the next connection attempt fail, after the connection time, as BlueZ reports it.
+    /// Makes the next connection attempt fail, after the connection time: `connect` throws a
+    /// ``/Able/BluetoothError`` with the failure's code and message.
+    ///
+    /// ```swift
+    /// peripheral.failNextConnection(.leConnectionAbortByLocal)
+    /// peripheral.failNextConnection(.init(.connectionAttemptFailed, message: "le-connection-refused"))
+    /// ```
+    ///
+    /// - Parameter failure: The failure, one of the presets such as
+    ///   ``ConnectionFailure/leConnectionAbortByLocal`` or any code and message.
     public func failNextConnection(_ failure: ConnectionFailure) {
-        radio.state.withLock { $0.devices[address]?.connectFailure = (failure.errorName, failure.message) }
+        radio.state.withLock { $0.devices[address]?.connectFailure = failure }
     }
 
     /// Makes connections come up without their services ever being resolved, so that

@@ -36,12 +36,11 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
                 throw BluetoothError(.adapterRemoved, message: "the adapter was removed")
             }
             guard state.adapters[central]?.isPowered == true else {
-                throw BluetoothError(
-                    .notReady, message: "the adapter is powered off", errorName: "org.bluez.Error.NotReady")
+                throw BluetoothError(.notReady, message: "the adapter is powered off")
             }
             let known = state.knownDevices[central]?[address] != nil
             if state.knownDevices[central]?[address]?.isBlocked == true {
-                throw BluetoothError.fromBlueZ(name: "org.bluez.Error.Failed", message: "the device is blocked")
+                throw BluetoothError(.failed, message: "the device is blocked")
             }
             guard let device = state.devices[address], device.isInRange,
                 addressType == nil || addressType == device.addressType,
@@ -86,12 +85,12 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
                 throw BluetoothError(.notReady, message: "the adapter was powered off while connecting")
             }
             guard var device = state.devices[address], device.isInRange else {
-                throw BluetoothError.fromBlueZ(name: "org.bluez.Error.Failed", message: "le-connection-abort-by-local")
+                throw SimulatedPeripheral.ConnectionFailure.leConnectionAbortByLocal.error
             }
-            if let (name, message) = device.connectFailure {
+            if let failure = device.connectFailure {
                 device.connectFailure = nil
                 state.devices[address] = device
-                throw BluetoothError.fromBlueZ(name: name, message: message)
+                throw failure.error
             }
             guard device.advertisement?.isConnectable != false else {
                 throw BluetoothError(.connectionAttemptFailed, message: "\(address) is not connectable")
@@ -252,7 +251,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
         try check(descriptor)
         if AttributeID(cccdOf: descriptor.id) != nil {
             // BlueZ keeps the Client Characteristic Configuration to itself: subscribe instead.
-            throw BluetoothError.fromBlueZ(name: "org.bluez.Error.NotPermitted", message: "Write not permitted")
+            throw BluetoothError.asGATTClientReports(.writeNotPermitted)
         }
         try await attribute(.write) {
             try await $0.write(
@@ -287,7 +286,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
                     central: central, peripheral: address,
                     reason: BluetoothError(.linkTimeout, message: "the link dropped during a request"))
             }
-            if let injected { throw BluetoothError.asBlueZReports(injected) }
+            if let injected { throw BluetoothError.asGATTClientReports(injected) }
             // The server refuses a link short of the attribute's security before any handler
             // runs; the central pairs and tries again.
             if let permissions = core.permissions(of: id) {
@@ -297,14 +296,14 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             do {
                 result = try await operation(core, id)
             } catch let error as ATTError {
-                let reported = BluetoothError.asBlueZReports(error)
+                let reported = BluetoothError.asGATTClientReports(error)
                 // As Able reports it on BlueZ: an Unlikely Error with the link dropping within
                 // the grace is the disconnect (a server disconnecting its central answers the
                 // central's pending requests with it first).
                 guard error == .unlikelyError, try await linkDrops(within: Self.linkLossGrace) else { throw reported }
                 throw BluetoothError(
                     .disconnected, message: "\(address) disconnected during the request", cause: reported,
-                    errorName: reported.errorName, attError: error)
+                    attError: error)
             }
             // A request whose link dropped while it was in flight gets no answer.
             guard isConnected else {

@@ -90,13 +90,11 @@ extension SimulatedRadio {
         let method = SimulatedPairingMethod(
             initiator: centralAgent?.capability ?? .noInputNoOutput,
             responder: responder?.capability ?? .noInputNoOutput)
-        let rejected = BluetoothError.fromBlueZ(
-            name: "org.bluez.Error.AuthenticationRejected", message: "Authentication Rejected")
+        let rejected = BluetoothError(.authenticationRejected, message: "Authentication Rejected")
         // As the kernel's SMP: a pairing that must be authenticated fails before anyone is asked
         // when the capabilities allow only Just Works (Authentication Requirements).
         if needsAuthentication && !method.isAuthenticated {
-            throw BluetoothError.fromBlueZ(
-                name: "org.bluez.Error.AuthenticationFailed", message: "Authentication Failed")
+            throw BluetoothError(.authenticationFailed, message: "Authentication Failed")
         }
         switch method {
         case .justWorks:
@@ -160,7 +158,7 @@ extension SimulatedRadio {
         // retried request's answer stands.
         try await pairOrDropLink(central: central, peripheral: peripheral, needsAuthentication: security == .encrypted)
         guard linkSecurity(central: central, peripheral: peripheral) >= required else {
-            throw BluetoothError.asBlueZReports(
+            throw BluetoothError.asGATTClientReports(
                 required == .authenticated ? .insufficientAuthentication : .insufficientEncryption)
         }
     }

@@ -182,6 +182,21 @@ struct HostileBlueZTests {
         }
     }
 
+    @Test func aReadOfACharacteristicRemovedUnderTheCallSaysTheAttributeWasRemoved() async throws {
+        try await withSetup { setup in
+            try await setup.peripheral.connect(timeout: .safetyNet)
+            setup.device.removesCharacteristicOnRead.value = true
+            let error = await #expect(throws: BluetoothError.self) {
+                try await setup.peripheral.read(SeedCharacteristic.b2)
+            }
+            // Still connected: the peripheral's services changed under the read.
+            #expect(error?.code == .attributeRemoved, "\(String(describing: error))")
+            #expect(error?.message.contains(SeedCharacteristic.b2.uuid.description) == true)
+            #expect((error?.cause as? BluetoothError)?.code == .doesNotExist)
+            try await setup.peripheral.disconnect()
+        }
+    }
+
     @Test func theAdapterRemovedMidScanEndsTheScanAndLeavesNothingBehind() async throws {
         try await withSetup { setup in
             let baseline = try await setup.resources()

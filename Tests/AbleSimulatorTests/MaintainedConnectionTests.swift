@@ -85,7 +85,7 @@ struct MaintainedConnectionTests {
     @Test(arguments: [
         SimulatedPeripheral.ConnectionFailure.leConnectionAbortByLocal, .inProgress, .softwareAbort,
     ])
-    func bluezTransientFailuresAreRetried(_ failure: SimulatedPeripheral.ConnectionFailure) async throws {
+    func transientFailuresAreRetried(_ failure: SimulatedPeripheral.ConnectionFailure) async throws {
         try await radio.run {
             peripheral.failNextConnection(failure)
             try await adapter.withMaintainedConnection(to: Self.address) { connection in

@@ -109,8 +109,9 @@ struct SimulatorTests {
             let peripheral = seedPeripheral(on: radio)
             let adapter = radio.makeAdapter()
             let device = adapter.peripheral(address: Self.peripheralAddress)
-            peripheral.failNextConnection(errorName: "org.bluez.Error.Failed", message: "le-connection-abort-by-local")
+            peripheral.failNextConnection(.leConnectionAbortByLocal)
             let error = await #expect(throws: BluetoothError.self) { try await device.connect() }
+            #expect(error?.code == .connectionAttemptFailed)
             #expect(error?.message == "le-connection-abort-by-local")
             try await device.connect()
             let stream = try await device.notifications(of: SeedCharacteristic.b2)

@@ -205,11 +205,11 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
             #expect(try await peripheral.read(guarded) == [0x01])
             let refused = await #expect(throws: BluetoothError.self) { try await peripheral.write([0xFF], to: guarded) }
             #expect(refused?.attError == ATTError(rawValue: 0x80))
-            #expect(refused?.errorName == "org.bluez.Error.Failed")
+            #expect(refused?.code == .attError)
             #expect(try await peripheral.read(guarded) == [0x01])
             let notReadable = await #expect(throws: BluetoothError.self) { try await peripheral.read(writeOnly) }
             #expect(notReadable?.code == .notPermitted)
-            #expect(notReadable?.errorName == "org.bluez.Error.NotPermitted")
+            #expect(notReadable?.attError == .readNotPermitted)
             #expect(notReadable?.message == "Read not permitted")
         }
     }

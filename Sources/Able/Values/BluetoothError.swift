@@ -1,9 +1,10 @@
 /// An error thrown by Able.
 ///
 /// Every error has a high-level ``code`` that says what kind of failure it is, a ``message``
-/// that says what happened, and, where one exists, the ``cause`` underneath. Errors that BlueZ
-/// reported keep their original name (BlueZ's `org.bluez.Error.*`) in ``errorName`` and their
-/// text in ``message``; errors that carry an Attribute Protocol code have it in ``attError``.
+/// that says what happened, and, where one exists, the ``cause`` underneath. Errors that the
+/// backend reported by name keep that name in ``errorName`` and the backend's text in
+/// ``message``; errors that carry an Attribute Protocol code have it in ``attError``. The code
+/// and the ATT error are the same on every backend; the name and the text are the backend's own.
 ///
 /// Match on the code, not on the message:
 ///
@@ -18,22 +19,25 @@ public struct BluetoothError: Error, Sendable {
     /// The kind of failure.
     public var code: Code
 
-    /// What went wrong, for people; for BlueZ errors, BlueZ's own text.
+    /// What went wrong, for people; for an error the backend reported, the backend's own text.
     public var message: String
 
     /// The underlying error that caused this one, if any.
     public var cause: (any Error)?
 
-    /// The error name the Bluetooth daemon replied with, if it reported this error: on BlueZ
-    /// (and on the simulator, which imitates it) an `org.bluez.Error.*` name such as
-    /// `org.bluez.Error.Failed`.
+    /// The backend's original name for this error, if the backend reported it by name.
+    ///
+    /// On BlueZ this is the D-Bus error name of BlueZ's reply, such as `org.bluez.Error.Failed`.
+    /// It is `nil` for errors Able raises itself, for errors of the bus rather than BlueZ, and on
+    /// the simulator, whose errors have a ``code`` (and an ``attError``) but no name. It is there
+    /// for logs and bug reports: match on ``code``, which is the same on every backend.
     public var errorName: String?
 
     /// The Attribute Protocol error behind this error, when it is known.
     ///
     /// The ``code`` is ``Code/attError`` when the ATT code is all there is to say, and a more
-    /// specific code otherwise: BlueZ reports Read Not Permitted as `org.bluez.Error.NotPermitted`,
-    /// which is ``Code/notPermitted`` with this property set to ``ATTError/readNotPermitted``.
+    /// specific code otherwise: a read that a server refuses with Read Not Permitted is
+    /// ``Code/notPermitted`` with this property set to ``ATTError/readNotPermitted``.
     public var attError: ATTError?
 
     /// Where in the source this error was created.
@@ -45,8 +49,8 @@ public struct BluetoothError: Error, Sendable {
     ///   - code: The kind of failure.
     ///   - message: What went wrong, for people.
     ///   - cause: The underlying error, if any.
-    ///   - errorName: The error name the Bluetooth daemon replied with, such as
-    ///     `org.bluez.Error.Failed`, if it reported the error.
+    ///   - errorName: The backend's original name for the error, if it reported one; `nil`
+    ///     for an error that is not a backend's reply.
     ///   - attError: The Attribute Protocol error behind the error, if known.
     ///   - file: The file that creates the error; leave the default.
     ///   - line: The line that creates the error; leave the default.
@@ -246,7 +250,7 @@ extension BluetoothError: CustomStringConvertible {
 }
 
 extension BluetoothError: CustomDebugStringConvertible {
-    /// Everything the error holds, including the BlueZ error name and where it was created.
+    /// Everything the error holds, including the backend's error name and where it was created.
     public var debugDescription: String {
         var text = "BluetoothError(\(code): \(String(reflecting: message))"
         if let errorName {

@@ -52,6 +52,9 @@ final class FakeDevice: Sendable {
     let leavesTheBusAfterConnect = Locked(false)
     /// Makes `StartNotify` remove its characteristic (`InterfacesRemoved`) before it answers.
     let removesCharacteristicOnStartNotify = Locked(false)
+    /// Makes `ReadValue` remove its characteristic (`InterfacesRemoved`) and answer
+    /// `UnknownObject`, as the bus does for a call that reaches an object BlueZ just removed.
+    let removesCharacteristicOnRead = Locked(false)
     /// How `AcquireWrite` and `AcquireNotify` answer: `nil` grants a socket, otherwise the BlueZ
     /// error name and message. By default they refuse as a BlueZ without them would.
     let acquireAnswer = Locked<(name: String, message: String)?>(
@@ -188,6 +191,10 @@ final class FakeDevice: Sendable {
                         DBusMethod("ReadValue", in: "a{sv}", out: "ay") { _ in
                             guard device.state.value["Connected"] == .boolean(true) else {
                                 throw DBusError("org.bluez.Error.Failed", "Not connected")
+                            }
+                            if device.removesCharacteristicOnRead.value {
+                                await device.connection.unexport(path)
+                                throw DBusError(.unknownObject, "No such object path '\(path.rawValue)'")
                             }
                             if device.readHangs.value {
                                 device.readsWaiting.value += 1

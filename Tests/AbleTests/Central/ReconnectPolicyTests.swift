@@ -3,20 +3,28 @@ import Testing
 
 struct ReconnectPolicyTests {
     @Test(
-        "BlueZ's transient connection failures are retried, refusals that would recur are not",
+        "Transient connection failures are retried, refusals that would recur are not",
         arguments: [
-            ("org.bluez.Error.Failed", "le-connection-abort-by-local", true),
-            ("org.bluez.Error.Failed", "Software caused connection abort", true),
-            ("org.bluez.Error.Failed", "Input/output error", true),
-            ("org.bluez.Error.Failed", "Connection timed out", true),
-            ("org.bluez.Error.InProgress", "In Progress", true),
-            ("org.bluez.Error.NotReady", "Resource Not Ready", true),
-            ("org.bluez.Error.AuthenticationFailed", "Authentication Failed", false),
-            ("org.bluez.Error.NotPermitted", "Not Permitted", false),
-            ("org.bluez.Error.Failed", "Device is blocked", false),
+            (BluetoothError.Code.connectionAttemptFailed, "le-connection-abort-by-local", true),
+            (.failed, "Software caused connection abort", true),
+            (.failed, "Input/output error", true),
+            (.failed, "Connection timed out", true),
+            (.failed, "", true),
+            (.inProgress, "In Progress", true),
+            (.notReady, "Resource Not Ready", true),
+            (.timeout, "no answer", true),
+            (.authenticationFailed, "Authentication Failed", false),
+            (.notPermitted, "Not Permitted", false),
+            (.failed, "Device is blocked", false),
         ])
-    func transientFailures(name: String, message: String, transient: Bool) {
-        #expect(ReconnectPolicy.isTransient(BluetoothError.fromBlueZ(name: name, message: message)) == transient)
+    func transientFailures(code: BluetoothError.Code, message: String, transient: Bool) {
+        #expect(ReconnectPolicy.isTransient(BluetoothError(code, message: message)) == transient)
+    }
+
+    @Test("A request that a link drop interrupted is transient, other ATT errors are not")
+    func attErrors() {
+        #expect(ReconnectPolicy.isTransient(BluetoothError(attError: .unlikelyError)))
+        #expect(!ReconnectPolicy.isTransient(BluetoothError(attError: .readNotPermitted)))
     }
 
     @Test func delaysStartOverFromTheInitialOneAndNeverExceedTheMaximum() {

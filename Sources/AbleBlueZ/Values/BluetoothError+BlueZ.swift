@@ -1,9 +1,13 @@
+package import Able
+
+// BlueZ's error vocabulary lives here, in the BlueZ backend: the core's `BluetoothError` knows
+// codes, messages and ATT errors only, and the simulator raises those directly.
 extension BluetoothError {
     /// Creates the error for an error reply from BlueZ, keeping its name and text.
     ///
     /// Every `org.bluez.Error.*` name that BlueZ 5.66 documents or sends maps to a code; an
-    /// unknown name maps to ``Code/failed``. The name is kept in ``errorName`` and the text in
-    /// ``message``. A few replies say more in their text, and get a more specific code or an
+    /// unknown name maps to `failed`. The name is kept in `errorName` and the text in
+    /// `message`. A few replies say more in their text, and get a more specific code or an
     /// ``attError``:
     ///
     /// - `Failed` with a connection failure reason from BlueZ's `doc/errors.txt`, such as
