@@ -6,7 +6,7 @@
 ///     try await sensor.temperature()
 /// }
 /// OnRead(Characteristics.psm, answering: .immediately) { request in listener.psm.bytes }
-/// OnRead(.anyDescriptor) { request in request.storedValue }
+/// OnRead(.anyDescriptor) { request in Array(request.storedValue.dropFirst(request.offset)) }
 /// ```
 ///
 /// A handler answers in one of two ways, chosen by how it is declared, never by its body:
@@ -251,10 +251,12 @@ public struct AttributeSelection: Sendable {
 
     let targets: Targets
 
-    /// Every characteristic that no handler of the same kind names; never a descriptor.
+    /// Every characteristic that no other handler names (no other ``OnRead`` for reads, no other
+    /// ``OnWrite`` for writes); never a descriptor.
     public static var anyCharacteristic: AttributeSelection { AttributeSelection(targets: .anyCharacteristic) }
 
-    /// Every descriptor that no handler of the same kind names; never a characteristic.
+    /// Every descriptor that no other handler names (no other ``OnRead`` for reads, no other
+    /// ``OnWrite`` for writes); never a characteristic.
     ///
     /// The Client Characteristic Configuration descriptors are BlueZ's, and never come here.
     public static var anyDescriptor: AttributeSelection { AttributeSelection(targets: .anyDescriptor) }
