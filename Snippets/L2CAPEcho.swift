@@ -27,7 +27,7 @@ let psm = listener.psm
 print("server: listening on \(psm)")
 let server = try await GATTServer.start(on: serverAdapter) {
     Service(echoService) { Characteristic(psmCharacteristic, properties: [.read, .indicate]) }
-    OnRead([psmCharacteristic]) { _ in psm.bytes }
+    OnRead(CharacteristicID(psmCharacteristic, service: echoService), answering: .immediately) { _ in psm.bytes }
     OnConnectionStateChange { server, _, isConnected in
         if isConnected { try? await server.indicate(psmCharacteristic, value: psm.bytes) }
     }

@@ -10,6 +10,8 @@ import AbleSimulator
 
 let serviceID: BluetoothUUID = "12E61727-B41A-436F-B64D-4777B35F2294"
 let psmID: BluetoothUUID = "ABDD3056-28FA-441D-A470-55A75A52553A"
+let psmCharacteristic = CharacteristicID(psmID, service: serviceID)
+let psmDescription = DescriptorID(.characteristicUserDescription, characteristic: psmCharacteristic)
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let radio = arguments.first == "--simulated" ? SimulatedRadio() : nil
@@ -30,7 +32,7 @@ let server = try await GATTServer.start(on: adapter) {
             Descriptor(.characteristicUserDescription, permissions: [.readable, .writable], value: Array("PSM".utf8))
         }
     }
-    OnRead([psmID]) { request in
+    OnRead(psmCharacteristic) { request in
         print("PSM read by \(request.central.map { "\($0.address)" } ?? "a central")")
         return listener.psm.bytes
     }
@@ -40,7 +42,7 @@ let server = try await GATTServer.start(on: adapter) {
             try? await server.indicate(psmID, value: listener.psm.bytes, timeout: .seconds(5))
         }
     }
-    OnWriteDescriptor(.characteristicUserDescription) { request in
+    OnWrite(psmDescription) { request in
         print("descriptor written: \(String(decoding: request.value, as: UTF8.self))")
         return .store
     }

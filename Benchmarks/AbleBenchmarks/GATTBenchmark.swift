@@ -109,22 +109,24 @@ func runGATTServer(adapter name: String) async throws -> Measurement? {
     let arrivals = Lock(Arrivals())
     let notifying = Lock(false)
     let serverBox = Lock<GATTServer?>(nil)
+    let sink = CharacteristicID(GATTBenchShape.sink, service: GATTBenchShape.service)
+    let control = CharacteristicID(GATTBenchShape.control, service: GATTBenchShape.service)
     let definition = GATTServerDefinition {
         Service(GATTBenchShape.service) {
             Characteristic(GATTBenchShape.sink, properties: [.write, .writeWithoutResponse])
             Characteristic(GATTBenchShape.stream, properties: [.notify])
             Characteristic(GATTBenchShape.control, properties: [.read, .write])
         }
-        OnWrite([GATTBenchShape.sink]) { request in
+        OnWrite(sink, answering: .immediately) { request in
             arrivals.withLock { $0.note(request.value) }
             return .accept
         }
-        OnRead([GATTBenchShape.control]) { _ in
+        OnRead(control, answering: .immediately) { _ in
             var stats = arrivals.withLock { $0.stats }
             stats.notifying = notifying.withLock { $0 }
             return stats.bytes
         }
-        OnWrite([GATTBenchShape.control]) { request in
+        OnWrite(control, answering: .immediately) { request in
             let value = request.value
             switch value.first {
             case 0 where value.count == 3:

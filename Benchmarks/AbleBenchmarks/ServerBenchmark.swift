@@ -40,8 +40,9 @@ final class ReadCounter: Sendable {
 }
 
 /// `server-readvalue`: an Able GATT server with one readable characteristic whose `OnRead` handler
-/// answers 20 bytes, registered with the fake BlueZ, which then calls `ReadValue` `warmup + count`
-/// times. Reports the CPU time this process spent answering the last `count` of them.
+/// answers 20 bytes immediately (no task), registered with the fake BlueZ, which then calls
+/// `ReadValue` `warmup + count` times. Reports the CPU time this process spent answering the last
+/// `count` of them.
 func runServerReadValue(address: String, count: Int, warmup: Int) async throws -> Measurement {
     let connection = try await DBusConnection.connect(to: .address(address))
     let adapter = try await Adapter.bluez(named: FakeBlueZShape.adapter, on: connection)
@@ -54,7 +55,7 @@ func runServerReadValue(address: String, count: Int, warmup: Int) async throws -
         Service(FakeBlueZShape.service) {
             Characteristic(FakeBlueZShape.characteristic, properties: .read)
         }
-        OnRead([FakeBlueZShape.characteristic]) { _ in
+        OnRead(FakeBlueZShape.characteristicID, answering: .immediately) { _ in
             counter.note()
             return value
         }

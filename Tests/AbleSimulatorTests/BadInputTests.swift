@@ -181,8 +181,8 @@ struct BadInputTests {
             let central = radio.makeAdapter(name: "hci0")
             let server = try await GATTServer.start(on: serverAdapter) {
                 Service(SeedService.a) { Characteristic(SeedCharacteristic.a1, properties: [.read, .write]) }
-                OnRead([SeedCharacteristic.a1.uuid]) { _ in throw NotAnATTError() }
-                OnWrite([SeedCharacteristic.a1.uuid]) { _ in throw CancellationError() }
+                OnRead(SeedCharacteristic.a1, answering: .immediately) { _ in throw NotAnATTError() }
+                OnWrite(SeedCharacteristic.a1, answering: .immediately) { _ in throw CancellationError() }
             }
             let peripheral = central.peripheral(address: try #require(await serverAdapter.state.address))
             try await peripheral.connect()

@@ -80,7 +80,7 @@ struct SimulatorTests {
                 Service(SeedService.a) {
                     Characteristic(SeedCharacteristic.a1, properties: [.read, .notify])
                 }
-                OnRead([SeedCharacteristic.a1.uuid]) { _ in [0x80, 0x00] }
+                OnRead(SeedCharacteristic.a1, answering: .immediately) { _ in [0x80, 0x00] }
                 OnConnectionStateChange { _, _, isConnected in connections.value.append(isConnected) }
             }
             let advertising = try await serverAdapter.startAdvertising(

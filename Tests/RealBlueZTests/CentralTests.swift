@@ -22,7 +22,7 @@ extension RealBlueZ {
                         Descriptor(uuids.descriptor, permissions: [.readable, .writable], value: [0x44])
                     }
                 }
-                OnRead([uuids.computed]) { request in
+                OnRead(CharacteristicID(uuids.computed, service: uuids.service), answering: .immediately) { request in
                     readers.append(request.central)
                     return [0xCA, 0xFE]
                 }
@@ -83,9 +83,15 @@ extension RealBlueZ {
                     Characteristic(uuids.writeOnly, properties: [.write])
                     Characteristic(uuids.refused, properties: [.read])
                 }
-                OnRead([uuids.failing]) { _ in throw ATTError.application(0x80)! }
-                OnWrite([uuids.failing]) { _ in throw ATTError.application(0x9F)! }
-                OnRead([uuids.refused]) { _ in throw ATTError.readNotPermitted }
+                OnRead(CharacteristicID(uuids.failing, service: uuids.service), answering: .immediately) { _ in
+                    throw ATTError.application(0x80)!
+                }
+                OnWrite(CharacteristicID(uuids.failing, service: uuids.service), answering: .immediately) { _ in
+                    throw ATTError.application(0x9F)!
+                }
+                OnRead(CharacteristicID(uuids.refused, service: uuids.service), answering: .immediately) { _ in
+                    throw ATTError.readNotPermitted
+                }
             }
             try await withRig { rig in
                 try await rig.withConnectedServer(definition, advertising: [uuids.service]) { _, peripheral in

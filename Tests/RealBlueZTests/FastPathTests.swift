@@ -33,7 +33,7 @@ extension RealBlueZ {
             let received = Recorder<[UInt8]>()
             let definition = GATTServerDefinition {
                 Service(service) { Characteristic(sink.uuid, properties: [.write, .writeWithoutResponse]) }
-                OnWrite([sink.uuid]) { request in
+                OnWrite(sink, answering: .immediately) { request in
                     received.append(request.value)
                     return .accept
                 }
@@ -88,7 +88,7 @@ extension RealBlueZ {
             let received = Recorder<[UInt8]>()
             let definition = GATTServerDefinition {
                 Service(service) { Characteristic(sink.uuid, properties: [.write, .writeWithoutResponse]) }
-                OnWrite([sink.uuid]) { request in
+                OnWrite(sink, answering: .immediately) { request in
                     received.append(request.value)
                     return .accept
                 }
@@ -173,7 +173,7 @@ extension RealBlueZ {
                         record.uuid, properties: [.read, .write],
                         permissions: [.readable, .writable, .authorizePreparedWrites])
                 }
-                OnWrite([record.uuid]) { request in
+                OnWrite(record, answering: .immediately) { request in
                     writes.append((request.offset, request.value.count, request.isPrepared))
                     return .store
                 }

@@ -20,6 +20,8 @@ extension RealBlueZ {
                 let indicator = BluetoothUUID.random()
                 let handledDescriptor = BluetoothUUID.random()
                 let storedDescriptor = BluetoothUUID.random()
+
+                var handledID: CharacteristicID { CharacteristicID(handled, service: service) }
             }
             let uuids = UUIDs()
             let reads = Recorder<ReadRequest>()
@@ -38,20 +40,24 @@ extension RealBlueZ {
                     Characteristic(uuids.notifier, properties: [.read, .notify], value: [0])
                     Characteristic(uuids.indicator, properties: [.read, .indicate], value: [0])
                 }
-                OnRead([uuids.handled]) { request in
+                OnRead(uuids.handledID, answering: .immediately) { request in
                     reads.append(request)
                     return [0xCA, 0xFE]
                 }
-                OnWrite([uuids.handled]) { request in
+                OnWrite(uuids.handledID, answering: .immediately) { request in
                     writes.append(request)
                     return .accept
                 }
-                OnRead([uuids.failing]) { _ in throw ATTError.application(0x81)! }
-                OnReadDescriptor(uuids.handledDescriptor) { request in
+                OnRead(CharacteristicID(uuids.failing, service: uuids.service), answering: .immediately) { _ in
+                    throw ATTError.application(0x81)!
+                }
+                OnRead(DescriptorID(uuids.handledDescriptor, characteristic: uuids.handledID), answering: .immediately)
+                { request in
                     reads.append(request)
                     return [0xD0]
                 }
-                OnWriteDescriptor(uuids.handledDescriptor) { request in
+                OnWrite(DescriptorID(uuids.handledDescriptor, characteristic: uuids.handledID), answering: .immediately)
+                { request in
                     writes.append(request)
                     return .accept
                 }
@@ -169,19 +175,19 @@ extension RealBlueZ {
                         Descriptor(uuids.descriptor, permissions: [.readable, .writable], value: [0x02])
                     }
                 }
-                OnAnyRead { request in
+                OnRead(.anyCharacteristic, answering: .immediately) { request in
                     reads.append(request)
                     return [0xA0] + request.storedValue
                 }
-                OnAnyWrite { request in
+                OnWrite(.anyCharacteristic, answering: .immediately) { request in
                     writes.append(request)
                     return .store
                 }
-                OnAnyReadDescriptor { request in
+                OnRead(.anyDescriptor, answering: .immediately) { request in
                     reads.append(request)
                     return [0xD0] + request.storedValue
                 }
-                OnAnyWriteDescriptor { request in
+                OnWrite(.anyDescriptor, answering: .immediately) { request in
                     writes.append(request)
                     return .store
                 }

@@ -308,7 +308,9 @@ extension RealBlueZ {
                 let connected = Recorder<BluetoothAddress>()
                 let definition = GATTServerDefinition {
                     Service(uuids.service) { Characteristic(uuids.psm, properties: [.read, .indicate]) }
-                    OnRead([uuids.psm]) { _ in psm.bytes }
+                    OnRead(CharacteristicID(uuids.psm, service: uuids.service), answering: .immediately) { _ in
+                        psm.bytes
+                    }
                     OnConnectionStateChange { server, central, isConnected in
                         guard isConnected else { return }
                         connected.append(central.address)

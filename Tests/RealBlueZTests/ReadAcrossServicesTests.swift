@@ -17,7 +17,7 @@ extension RealBlueZ {
                 Characteristic(SeedCharacteristic.b1, properties: [.read])
                 Characteristic(SeedCharacteristic.b2, properties: [.notify])
             }
-            OnRead(SeedCharacteristic.b1) { _ in [3] }
+            OnRead(SeedCharacteristic.b1, answering: .immediately) { _ in [3] }
             OnSubscriptionChange { server, _, uuid, isSubscribed in
                 guard uuid == SeedCharacteristic.b2.uuid, isSubscribed else { return }
                 for value in 1...3 { try? await server.notify(SeedCharacteristic.b2, value: [UInt8(value)]) }

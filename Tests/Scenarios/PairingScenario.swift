@@ -57,11 +57,11 @@ public enum PairingScenario: String, CaseIterable, Sendable, CustomTestStringCon
                 Characteristic(
                     secret, properties: [.read, .write], permissions: [.readEncrypted, .writeEncrypted], value: [0x5E])
             }
-            OnRead([secret]) { request in
+            OnRead(CharacteristicID(secret, service: service), answering: .immediately) { request in
                 calls.append("read")
                 return request.storedValue
             }
-            OnWrite([secret]) { request in
+            OnWrite(CharacteristicID(secret, service: service), answering: .immediately) { request in
                 calls.append("write \(request.value)")
                 return .store
             }
@@ -162,7 +162,7 @@ public enum PairingScenario: String, CaseIterable, Sendable, CustomTestStringCon
                 Characteristic(
                     guarded.uuid, properties: [.read], permissions: [.readEncryptedAuthenticated], value: [7])
             }
-            OnRead([guarded.uuid]) { request in
+            OnRead(guarded, answering: .immediately) { request in
                 calls.append("read")
                 return request.storedValue
             }

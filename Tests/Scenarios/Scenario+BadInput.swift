@@ -58,7 +58,7 @@ extension Scenario {
         let failing = CharacteristicID(.random(), service: service)
         let definition = GATTServerDefinition {
             Service(service) { Characteristic(failing.uuid, properties: [.read, .write], value: [1]) }
-            OnRead([failing.uuid]) { _ in throw NotAnATTError() }
+            OnRead(failing, answering: .immediately) { _ in throw NotAnATTError() }
         }
         try await withConnection(backend, serving: definition, advertising: service) { server, peripheral in
             let error = await #expect(throws: BluetoothError.self) { try await peripheral.read(failing) }

@@ -15,7 +15,7 @@ extension Scenario {
         let received = Recorder<WriteRequest>()
         let definition = GATTServerDefinition {
             Service(service) { Characteristic(sink.uuid, properties: [.writeWithoutResponse]) }
-            OnWrite([sink.uuid]) { request in
+            OnWrite(sink, answering: .immediately) { request in
                 received.append(request)
                 guard request.value != [0xFF] else { throw ATTError.application(0x80)! }
                 return .store
@@ -57,7 +57,7 @@ extension Scenario {
         let received = Recorder<[UInt8]>()
         let definition = GATTServerDefinition {
             Service(service) { Characteristic(sink.uuid, properties: [.write, .writeWithoutResponse]) }
-            OnWrite([sink.uuid]) { request in
+            OnWrite(sink, answering: .immediately) { request in
                 received.append(request.value)
                 return .accept
             }
@@ -167,11 +167,11 @@ extension Scenario {
                 Characteristic(sink.uuid, properties: [.write, .writeWithoutResponse])
                 Characteristic(slow.uuid, properties: [.read])
             }
-            OnWrite([sink.uuid]) { request in
+            OnWrite(sink, answering: .immediately) { request in
                 received.append(request.value)
                 return .accept
             }
-            OnRead([slow.uuid]) { _ in
+            OnRead(slow) { _ in
                 readStarted.append(true)
                 // Held until the test has seen the writes arrive, 3 s at most (BlueZ answers for
                 // an application after 5 s): writes that waited for the read leave it unreleased.
@@ -352,11 +352,11 @@ extension Scenario {
                     guarded.uuid, properties: [.read, .write],
                     permissions: [.readable, .writable, .authorizePreparedWrites])
             }
-            OnWrite([record.uuid]) { request in
+            OnWrite(record, answering: .immediately) { request in
                 writes.append((request.offset, request.value.count, request.isPrepared))
                 return .store
             }
-            OnWrite([guarded.uuid]) { request in
+            OnWrite(guarded, answering: .immediately) { request in
                 guard !request.isPrepared else { throw ATTError.insufficientAuthorization }
                 return .store
             }

@@ -26,6 +26,7 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
     case indicatingEveryCentralOrOne
     case connectionEventsAreAboutTheServersCentrals
     case immediateAndSuspendingHandlersAnswerAlike
+    case handlersAreChosenByWhatTheyName
 
     public var testDescription: String { rawValue }
 
@@ -62,6 +63,7 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
                 try await Self.connectionEventsAreAboutTheServersCentrals(backend)
             case .immediateAndSuspendingHandlersAnswerAlike:
                 try await Self.immediateAndSuspendingHandlersAnswerAlike(backend)
+            case .handlersAreChosenByWhatTheyName: try await Self.handlersAreChosenByWhatTheyName(backend)
             }
         } cleanup: {
             do {
@@ -189,11 +191,11 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
                 Characteristic(guarded.uuid, properties: [.read, .write], value: [0])
                 Characteristic(writeOnly.uuid, properties: [.write])
             }
-            OnRead([computed.uuid]) { request in
+            OnRead(computed, answering: .immediately) { request in
                 reads.append(request.offset)
                 return [0xC0, 0xFF, 0xEE]
             }
-            OnWrite([guarded.uuid]) { request in
+            OnWrite(guarded, answering: .immediately) { request in
                 guard request.value.first != 0xFF else { throw ATTError(rawValue: 0x80) }
                 return .store
             }
@@ -229,7 +231,7 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
             OnConnectionStateChange { _, change in
                 if !change.isConnected { departures.append(change.reason) }
             }
-            OnRead([slow.uuid]) { request in
+            OnRead(slow) { request in
                 readers.append(request.central)
                 // Far longer than the test may wait: only the cancellation ends it early.
                 try? await backend.pause(.seconds(120))

@@ -8,16 +8,17 @@ import AbleStreams
 ///     Service(serviceID) {
 ///         Characteristic(psmID, properties: [.read, .indicate])
 ///     }
-///     OnRead([psmID]) { _ in psm.bytes }
+///     OnRead(psmID) { _ in psm.bytes }
 /// }
 /// try await server.notify(psmID, value: psm.bytes)
 /// await server.close()
 /// ```
 ///
 /// Handlers are `async` closures that start as soon as BlueZ's request arrives, on the bus
-/// connection's event loop, and run there until they first suspend; a handler that answers without
-/// suspending is answered with no thread switch at all. So a handler must not block (no sleeping,
-/// no synchronous I/O) before its first `await`: that would hold up the connection.
+/// connection's event loop, and run there until they first suspend; one declared
+/// `answering: .immediately` cannot suspend and is answered with no task and no thread switch at
+/// all (see ``OnRead``). So a handler must not block (no sleeping, no synchronous I/O) before its
+/// first `await`: that would hold up the connection.
 ///
 /// Notifications are paced per central (see ``NotificationPacing``): ``notify(_:value:)-(BluetoothUUID,_)`` suspends
 /// while a subscribed central has had its share, so a server notifying in a tight loop keeps

@@ -13,7 +13,7 @@ public protocol GATTServerComponent: Sendable {
 ///     Service(serviceID) {
 ///         Characteristic(psmID, properties: [.read, .indicate], permissions: .readable)
 ///     }
-///     OnRead([psmID]) { request in psm.bytes }
+///     OnRead(psmID, answering: .immediately) { request in psm.bytes }
 ///     OnConnectionStateChange { server, central, isConnected in print(central, isConnected) }
 /// }
 /// ```

@@ -255,11 +255,9 @@ package final class GATTServerCore: Sendable {
         return readHandler(characteristic, id.descriptor.map { characteristic.descriptors[$0] })
     }
 
+    /// The read handler of an attribute; the precedence rules are ``OnRead``'s.
     private func readHandler(_ characteristic: Characteristic, _ descriptor: Descriptor?) -> StoredReadHandler? {
-        guard let descriptor else {
-            return definition.characteristicReads[characteristic.uuid] ?? definition.anyCharacteristicRead
-        }
-        return definition.descriptorReads[descriptor.uuid] ?? definition.anyDescriptorRead
+        definition.reads.handler(for: characteristic.uuid, descriptor: descriptor?.uuid)
     }
 
     private func writeHandler(_ id: AttributeID) -> StoredWriteHandler? {
@@ -267,10 +265,8 @@ package final class GATTServerCore: Sendable {
         return writeHandler(characteristic, id.descriptor.map { characteristic.descriptors[$0] })
     }
 
+    /// The write handler of an attribute; the precedence rules are ``OnRead``'s.
     private func writeHandler(_ characteristic: Characteristic, _ descriptor: Descriptor?) -> StoredWriteHandler? {
-        guard let descriptor else {
-            return definition.characteristicWrites[characteristic.uuid] ?? definition.anyCharacteristicWrite
-        }
-        return definition.descriptorWrites[descriptor.uuid] ?? definition.anyDescriptorWrite
+        definition.writes.handler(for: characteristic.uuid, descriptor: descriptor?.uuid)
     }
 }

@@ -1,199 +1,289 @@
-/// Answers reads of the listed characteristics with the value returned; throw an ``ATTError``
-/// to answer with that error.
+/// Answers reads of the selected characteristics or descriptors with the value returned; throw an
+/// ``ATTError`` to answer with that error.
 ///
-/// A handler comes in two forms, and Swift picks by its body:
-/// - One that does not `await` (``GATTServerDefinition/ImmediateReadHandler``) is called as the
-///   request arrives (on BlueZ, on the thread that reads the D-Bus connection), and its answer goes
-///   out at once: no task is made and no thread is woken, the cheapest way to serve a read. It
-///   must return quickly and never block, and must not rely on the task it is called in: on BlueZ
-///   there is none, so it sees no task-local values.
-/// - One that may suspend (``GATTServerDefinition/ReadHandler``) runs in a task of its own, which
-///   starts on the same thread and runs there until the handler first suspends. A request that
-///   names its central is answered with ``ATTError/unlikelyError``, and its task cancelled, if the
-///   server disconnects that central first (``GATTServer/disconnect(_:)``).
+/// ```swift
+/// OnRead(Characteristics.temperature) { request in
+///     try await sensor.temperature()
+/// }
+/// OnRead(Characteristics.psm, answering: .immediately) { request in listener.psm.bytes }
+/// OnRead(.anyDescriptor) { request in Array(request.storedValue.dropFirst(request.offset)) }
+/// ```
 ///
-/// The same holds for ``OnWrite``, the descriptor handlers and the catch-alls.
+/// A handler answers in one of two ways, chosen by how it is declared, never by its body:
+/// - Without `answering:` (``GATTServerDefinition/ReadHandler``) it runs in a task of its own,
+///   which starts on the thread the request arrived on and runs there until the handler first
+///   suspends, and it may `await`. A request that names its central is answered with
+///   ``ATTError/unlikelyError``, and its task cancelled, if the server disconnects that central
+///   first (``GATTServer/disconnect(_:)``).
+/// - With `answering: .immediately` (``GATTServerDefinition/ImmediateReadHandler``) it is called
+///   as the request arrives (on BlueZ, on the thread that reads the D-Bus connection), and its
+///   answer goes out at once: no task is made and no thread is woken, the cheapest way to serve a
+///   read. It cannot `await` (a body that does is a compile-time error), must return quickly and
+///   never block, and must not rely on the task it is called in: on BlueZ there is none, so it
+///   sees no task-local values.
+///
+/// Which handler answers an attribute (the same rules hold for ``OnWrite``):
+/// 1. the one that names it: a characteristic through its ``CharacteristicIdentifier``, a
+///    descriptor through its ``DescriptorIdentifier`` (which names its characteristic too: a
+///    descriptor of the same UUID in another characteristic is not covered);
+/// 2. otherwise the one for ``AttributeSelection/anyCharacteristic`` (for a characteristic) or
+///    ``AttributeSelection/anyDescriptor`` (for a descriptor), whatever the order of declaration;
+/// 3. otherwise none, and the server serves the stored value.
+///
+/// Naming an attribute in two `OnRead`s, or declaring two `OnRead(.anyCharacteristic)`s, is a
+/// mistake that ``GATTServerDefinition/validate()`` reports, as is naming one that the definition
+/// does not declare where the identifier says.
 public struct OnRead: GATTServerComponent {
-    let uuids: [BluetoothUUID]
+    let selection: AttributeSelection
     let handler: StoredReadHandler
 
-    /// Answers reads of the characteristics `uuids` with `handler`'s value; `handler` may suspend.
-    public init(_ uuids: [BluetoothUUID], _ handler: @escaping GATTServerDefinition.ReadHandler) {
-        self.uuids = uuids
-        self.handler = StoredReadHandler(handler)
-    }
-
-    /// Answers reads of the characteristics `uuids` at once with `handler`'s value.
-    public init(_ uuids: [BluetoothUUID], _ handler: @escaping GATTServerDefinition.ImmediateReadHandler) {
-        self.uuids = uuids
-        self.handler = StoredReadHandler(handler)
-    }
-
-    /// Answers reads of the characteristics `identifiers` with `handler`'s value; `handler` may
-    /// suspend.
-    public init(_ identifiers: any CharacteristicIdentifier..., handler: @escaping GATTServerDefinition.ReadHandler) {
-        self.init(identifiers.map(\.uuid), handler)
-    }
-
-    /// Answers reads of the characteristics `identifiers` at once with `handler`'s value.
+    /// Answers reads of the characteristics named with `handler`'s value, in a task of the
+    /// request's own; `handler` may suspend.
+    ///
+    /// - Parameters:
+    ///   - characteristic: A characteristic to answer for.
+    ///   - others: More characteristics to answer for.
+    ///   - handler: Returns the value read, or throws an ``ATTError``.
     public init(
-        _ identifiers: any CharacteristicIdentifier..., handler: @escaping GATTServerDefinition.ImmediateReadHandler
+        _ characteristic: any CharacteristicIdentifier, _ others: any CharacteristicIdentifier...,
+        handler: @escaping GATTServerDefinition.ReadHandler
     ) {
-        self.init(identifiers.map(\.uuid), handler)
+        self.init(.characteristics([characteristic] + others), handler: handler)
+    }
+
+    /// Answers reads of the characteristics named with `handler`'s value, at once and without a
+    /// task.
+    ///
+    /// - Parameters:
+    ///   - characteristic: A characteristic to answer for.
+    ///   - others: More characteristics to answer for.
+    ///   - answering: ``GATTServerDefinition/Answering/immediately``.
+    ///   - handler: Returns the value read, or throws an ``ATTError``, without suspending.
+    public init(
+        _ characteristic: any CharacteristicIdentifier, _ others: any CharacteristicIdentifier...,
+        answering: GATTServerDefinition.Answering, handler: @escaping GATTServerDefinition.ImmediateReadHandler
+    ) {
+        self.init(.characteristics([characteristic] + others), answering: answering, handler: handler)
+    }
+
+    /// Answers reads of the descriptors named with `handler`'s value, in a task of the request's
+    /// own; `handler` may suspend.
+    ///
+    /// - Parameters:
+    ///   - descriptor: A descriptor to answer for, of the characteristic it names.
+    ///   - others: More descriptors to answer for.
+    ///   - handler: Returns the value read, or throws an ``ATTError``.
+    public init(
+        _ descriptor: any DescriptorIdentifier, _ others: any DescriptorIdentifier...,
+        handler: @escaping GATTServerDefinition.ReadHandler
+    ) {
+        self.init(.descriptors([descriptor] + others), handler: handler)
+    }
+
+    /// Answers reads of the descriptors named with `handler`'s value, at once and without a task.
+    ///
+    /// - Parameters:
+    ///   - descriptor: A descriptor to answer for, of the characteristic it names.
+    ///   - others: More descriptors to answer for.
+    ///   - answering: ``GATTServerDefinition/Answering/immediately``.
+    ///   - handler: Returns the value read, or throws an ``ATTError``, without suspending.
+    public init(
+        _ descriptor: any DescriptorIdentifier, _ others: any DescriptorIdentifier...,
+        answering: GATTServerDefinition.Answering, handler: @escaping GATTServerDefinition.ImmediateReadHandler
+    ) {
+        self.init(.descriptors([descriptor] + others), answering: answering, handler: handler)
+    }
+
+    /// Answers reads of the attributes `selection` selects with `handler`'s value, in a task of the
+    /// request's own; `handler` may suspend.
+    ///
+    /// - Parameters:
+    ///   - selection: The attributes to answer for, such as ``AttributeSelection/anyCharacteristic``.
+    ///   - handler: Returns the value read, or throws an ``ATTError``.
+    public init(_ selection: AttributeSelection, handler: @escaping GATTServerDefinition.ReadHandler) {
+        self.selection = selection
+        self.handler = StoredReadHandler(inTask: handler)
+    }
+
+    /// Answers reads of the attributes `selection` selects with `handler`'s value, at once and
+    /// without a task.
+    ///
+    /// - Parameters:
+    ///   - selection: The attributes to answer for, such as ``AttributeSelection/anyCharacteristic``.
+    ///   - answering: ``GATTServerDefinition/Answering/immediately``.
+    ///   - handler: Returns the value read, or throws an ``ATTError``, without suspending.
+    public init(
+        _ selection: AttributeSelection, answering: GATTServerDefinition.Answering,
+        handler: @escaping GATTServerDefinition.ImmediateReadHandler
+    ) {
+        self.selection = selection
+        self.handler = StoredReadHandler(immediate: handler)
     }
 
     public func apply(to definition: inout GATTServerDefinition) {
-        definition.add(uuids, handler, to: \.characteristicReads, kind: "OnRead")
+        definition.add(handler, for: selection, to: \.reads, component: "OnRead")
     }
 }
 
-/// Answers writes of the listed characteristics; throw an ``ATTError`` to refuse one.
+/// Answers writes of the selected characteristics or descriptors; throw an ``ATTError`` to refuse
+/// one.
 ///
-/// Its handler may suspend or answer at once, as ``OnRead``'s does.
+/// ```swift
+/// OnWrite(Characteristics.setpoint) { request in
+///     try await heater.set(request.value)
+///     return .store
+/// }
+/// OnWrite(Characteristics.log, answering: .immediately) { request in
+///     log.append(request.value)
+///     return .accept
+/// }
+/// ```
+///
+/// Its handler runs in a task and may suspend, or, declared with `answering: .immediately`,
+/// answers at once without a task; the handler that answers an attribute is chosen as for
+/// ``OnRead``.
 public struct OnWrite: GATTServerComponent {
-    let uuids: [BluetoothUUID]
+    let selection: AttributeSelection
     let handler: StoredWriteHandler
 
-    /// Answers writes of the characteristics `uuids` with `handler`, which may suspend.
-    public init(_ uuids: [BluetoothUUID], _ handler: @escaping GATTServerDefinition.WriteHandler) {
-        self.uuids = uuids
-        self.handler = StoredWriteHandler(handler)
-    }
-
-    /// Answers writes of the characteristics `uuids` at once with `handler`.
-    public init(_ uuids: [BluetoothUUID], _ handler: @escaping GATTServerDefinition.ImmediateWriteHandler) {
-        self.uuids = uuids
-        self.handler = StoredWriteHandler(handler)
-    }
-
-    /// Answers writes of the characteristics `identifiers` with `handler`, which may suspend.
-    public init(_ identifiers: any CharacteristicIdentifier..., handler: @escaping GATTServerDefinition.WriteHandler) {
-        self.init(identifiers.map(\.uuid), handler)
-    }
-
-    /// Answers writes of the characteristics `identifiers` at once with `handler`.
-    public init(
-        _ identifiers: any CharacteristicIdentifier..., handler: @escaping GATTServerDefinition.ImmediateWriteHandler
-    ) {
-        self.init(identifiers.map(\.uuid), handler)
-    }
-
-    public func apply(to definition: inout GATTServerDefinition) {
-        definition.add(uuids, handler, to: \.characteristicWrites, kind: "OnWrite")
-    }
-}
-
-/// Answers reads of the listed descriptors.
-///
-/// Its handler may suspend or answer at once, as ``OnRead``'s does.
-public struct OnReadDescriptor: GATTServerComponent {
-    let uuids: [BluetoothUUID]
-    let handler: StoredReadHandler
-
-    /// Answers reads of the descriptors `uuids` with `handler`'s value; `handler` may suspend.
-    public init(_ uuids: BluetoothUUID..., handler: @escaping GATTServerDefinition.ReadHandler) {
-        self.uuids = uuids
-        self.handler = StoredReadHandler(handler)
-    }
-
-    /// Answers reads of the descriptors `uuids` at once with `handler`'s value.
-    public init(_ uuids: BluetoothUUID..., handler: @escaping GATTServerDefinition.ImmediateReadHandler) {
-        self.uuids = uuids
-        self.handler = StoredReadHandler(handler)
-    }
-
-    public func apply(to definition: inout GATTServerDefinition) {
-        definition.add(uuids, handler, to: \.descriptorReads, kind: "OnReadDescriptor")
-    }
-}
-
-/// Answers writes of the listed descriptors.
-///
-/// Its handler may suspend or answer at once, as ``OnRead``'s does.
-public struct OnWriteDescriptor: GATTServerComponent {
-    let uuids: [BluetoothUUID]
-    let handler: StoredWriteHandler
-
-    /// Answers writes of the descriptors `uuids` with `handler`, which may suspend.
-    public init(_ uuids: BluetoothUUID..., handler: @escaping GATTServerDefinition.WriteHandler) {
-        self.uuids = uuids
-        self.handler = StoredWriteHandler(handler)
-    }
-
-    /// Answers writes of the descriptors `uuids` at once with `handler`.
-    public init(_ uuids: BluetoothUUID..., handler: @escaping GATTServerDefinition.ImmediateWriteHandler) {
-        self.uuids = uuids
-        self.handler = StoredWriteHandler(handler)
-    }
-
-    public func apply(to definition: inout GATTServerDefinition) {
-        definition.add(uuids, handler, to: \.descriptorWrites, kind: "OnWriteDescriptor")
-    }
-}
-
-/// Answers reads of every characteristic no ``OnRead`` covers.
-///
-/// Its handler may suspend or answer at once, as ``OnRead``'s does.
-public struct OnAnyRead: GATTServerComponent {
-    let handler: StoredReadHandler
-    /// Answers the reads no ``OnRead`` covers with `handler`'s value; `handler` may suspend.
-    public init(_ handler: @escaping GATTServerDefinition.ReadHandler) { self.handler = StoredReadHandler(handler) }
-    /// Answers the reads no ``OnRead`` covers at once with `handler`'s value.
-    public init(_ handler: @escaping GATTServerDefinition.ImmediateReadHandler) {
-        self.handler = StoredReadHandler(handler)
-    }
-    public func apply(to definition: inout GATTServerDefinition) {
-        definition.setCatchAll(\.anyCharacteristicRead, handler, kind: "OnAnyRead")
-    }
-}
-
-/// Answers writes of every characteristic no ``OnWrite`` covers.
-///
-/// Its handler may suspend or answer at once, as ``OnRead``'s does.
-public struct OnAnyWrite: GATTServerComponent {
-    let handler: StoredWriteHandler
-    /// Answers the writes no ``OnWrite`` covers with `handler`, which may suspend.
-    public init(_ handler: @escaping GATTServerDefinition.WriteHandler) { self.handler = StoredWriteHandler(handler) }
-    /// Answers the writes no ``OnWrite`` covers at once with `handler`.
-    public init(_ handler: @escaping GATTServerDefinition.ImmediateWriteHandler) {
-        self.handler = StoredWriteHandler(handler)
-    }
-    public func apply(to definition: inout GATTServerDefinition) {
-        definition.setCatchAll(\.anyCharacteristicWrite, handler, kind: "OnAnyWrite")
-    }
-}
-
-/// Answers reads of every descriptor no ``OnReadDescriptor`` covers.
-///
-/// Its handler may suspend or answer at once, as ``OnRead``'s does.
-public struct OnAnyReadDescriptor: GATTServerComponent {
-    let handler: StoredReadHandler
-    /// Answers the descriptor reads no ``OnReadDescriptor`` covers with `handler`'s value;
+    /// Answers writes of the characteristics named with `handler`, in a task of the request's own;
     /// `handler` may suspend.
-    public init(_ handler: @escaping GATTServerDefinition.ReadHandler) { self.handler = StoredReadHandler(handler) }
-    /// Answers the descriptor reads no ``OnReadDescriptor`` covers at once with `handler`'s value.
-    public init(_ handler: @escaping GATTServerDefinition.ImmediateReadHandler) {
-        self.handler = StoredReadHandler(handler)
+    ///
+    /// - Parameters:
+    ///   - characteristic: A characteristic to answer for.
+    ///   - others: More characteristics to answer for.
+    ///   - handler: Says whether the server stores the value, or throws an ``ATTError``.
+    public init(
+        _ characteristic: any CharacteristicIdentifier, _ others: any CharacteristicIdentifier...,
+        handler: @escaping GATTServerDefinition.WriteHandler
+    ) {
+        self.init(.characteristics([characteristic] + others), handler: handler)
     }
+
+    /// Answers writes of the characteristics named with `handler`, at once and without a task.
+    ///
+    /// - Parameters:
+    ///   - characteristic: A characteristic to answer for.
+    ///   - others: More characteristics to answer for.
+    ///   - answering: ``GATTServerDefinition/Answering/immediately``.
+    ///   - handler: Says whether the server stores the value, or throws an ``ATTError``, without
+    ///     suspending.
+    public init(
+        _ characteristic: any CharacteristicIdentifier, _ others: any CharacteristicIdentifier...,
+        answering: GATTServerDefinition.Answering, handler: @escaping GATTServerDefinition.ImmediateWriteHandler
+    ) {
+        self.init(.characteristics([characteristic] + others), answering: answering, handler: handler)
+    }
+
+    /// Answers writes of the descriptors named with `handler`, in a task of the request's own;
+    /// `handler` may suspend.
+    ///
+    /// - Parameters:
+    ///   - descriptor: A descriptor to answer for, of the characteristic it names.
+    ///   - others: More descriptors to answer for.
+    ///   - handler: Says whether the server stores the value, or throws an ``ATTError``.
+    public init(
+        _ descriptor: any DescriptorIdentifier, _ others: any DescriptorIdentifier...,
+        handler: @escaping GATTServerDefinition.WriteHandler
+    ) {
+        self.init(.descriptors([descriptor] + others), handler: handler)
+    }
+
+    /// Answers writes of the descriptors named with `handler`, at once and without a task.
+    ///
+    /// - Parameters:
+    ///   - descriptor: A descriptor to answer for, of the characteristic it names.
+    ///   - others: More descriptors to answer for.
+    ///   - answering: ``GATTServerDefinition/Answering/immediately``.
+    ///   - handler: Says whether the server stores the value, or throws an ``ATTError``, without
+    ///     suspending.
+    public init(
+        _ descriptor: any DescriptorIdentifier, _ others: any DescriptorIdentifier...,
+        answering: GATTServerDefinition.Answering, handler: @escaping GATTServerDefinition.ImmediateWriteHandler
+    ) {
+        self.init(.descriptors([descriptor] + others), answering: answering, handler: handler)
+    }
+
+    /// Answers writes of the attributes `selection` selects with `handler`, in a task of the
+    /// request's own; `handler` may suspend.
+    ///
+    /// - Parameters:
+    ///   - selection: The attributes to answer for, such as ``AttributeSelection/anyCharacteristic``.
+    ///   - handler: Says whether the server stores the value, or throws an ``ATTError``.
+    public init(_ selection: AttributeSelection, handler: @escaping GATTServerDefinition.WriteHandler) {
+        self.selection = selection
+        self.handler = StoredWriteHandler(inTask: handler)
+    }
+
+    /// Answers writes of the attributes `selection` selects with `handler`, at once and without a
+    /// task.
+    ///
+    /// - Parameters:
+    ///   - selection: The attributes to answer for, such as ``AttributeSelection/anyCharacteristic``.
+    ///   - answering: ``GATTServerDefinition/Answering/immediately``.
+    ///   - handler: Says whether the server stores the value, or throws an ``ATTError``, without
+    ///     suspending.
+    public init(
+        _ selection: AttributeSelection, answering: GATTServerDefinition.Answering,
+        handler: @escaping GATTServerDefinition.ImmediateWriteHandler
+    ) {
+        self.selection = selection
+        self.handler = StoredWriteHandler(immediate: handler)
+    }
+
     public func apply(to definition: inout GATTServerDefinition) {
-        definition.setCatchAll(\.anyDescriptorRead, handler, kind: "OnAnyReadDescriptor")
+        definition.add(handler, for: selection, to: \.writes, component: "OnWrite")
     }
 }
 
-/// Answers writes of every descriptor no ``OnWriteDescriptor`` covers.
+/// The attributes an ``OnRead`` or ``OnWrite`` answers for: characteristics or descriptors named
+/// by their identifiers, or every characteristic or every descriptor no other handler names.
 ///
-/// Its handler may suspend or answer at once, as ``OnRead``'s does.
-public struct OnAnyWriteDescriptor: GATTServerComponent {
-    let handler: StoredWriteHandler
-    /// Answers the descriptor writes no ``OnWriteDescriptor`` covers with `handler`, which may
-    /// suspend.
-    public init(_ handler: @escaping GATTServerDefinition.WriteHandler) { self.handler = StoredWriteHandler(handler) }
-    /// Answers the descriptor writes no ``OnWriteDescriptor`` covers at once with `handler`.
-    public init(_ handler: @escaping GATTServerDefinition.ImmediateWriteHandler) {
-        self.handler = StoredWriteHandler(handler)
+/// A handler that names an attribute answers it before one that selects
+/// ``anyCharacteristic`` or ``anyDescriptor`` (see ``OnRead``).
+public struct AttributeSelection: Sendable {
+    enum Targets: Sendable {
+        case characteristics([AttributePath])
+        case descriptors([AttributePath])
+        case anyCharacteristic
+        case anyDescriptor
     }
-    public func apply(to definition: inout GATTServerDefinition) {
-        definition.setCatchAll(\.anyDescriptorWrite, handler, kind: "OnAnyWriteDescriptor")
+
+    let targets: Targets
+
+    /// Every characteristic that no other handler names (no other ``OnRead`` for reads, no other
+    /// ``OnWrite`` for writes); never a descriptor.
+    public static var anyCharacteristic: AttributeSelection { AttributeSelection(targets: .anyCharacteristic) }
+
+    /// Every descriptor that no other handler names (no other ``OnRead`` for reads, no other
+    /// ``OnWrite`` for writes); never a characteristic.
+    ///
+    /// The Client Characteristic Configuration descriptors are BlueZ's, and never come here.
+    public static var anyDescriptor: AttributeSelection { AttributeSelection(targets: .anyDescriptor) }
+
+    /// The characteristics `identifiers` name, for a list built at run time.
+    ///
+    /// - Parameter identifiers: The characteristics.
+    /// - Returns: A selection of those characteristics.
+    public static func characteristics(_ identifiers: [any CharacteristicIdentifier]) -> AttributeSelection {
+        AttributeSelection(
+            targets: .characteristics(
+                identifiers.map { AttributePath(service: $0.service.uuid, characteristic: $0.uuid) }))
+    }
+
+    /// The descriptors `identifiers` name, each of the characteristic its identifier names, for a
+    /// list built at run time.
+    ///
+    /// - Parameter identifiers: The descriptors.
+    /// - Returns: A selection of those descriptors.
+    public static func descriptors(_ identifiers: [any DescriptorIdentifier]) -> AttributeSelection {
+        AttributeSelection(
+            targets: .descriptors(
+                identifiers.map {
+                    AttributePath(
+                        service: $0.characteristic.service.uuid, characteristic: $0.characteristic.uuid,
+                        descriptor: $0.uuid)
+                }))
     }
 }
 

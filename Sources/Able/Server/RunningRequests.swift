@@ -13,8 +13,8 @@ import AbleStreams
 ///   executor; the request waits for whichever comes first, the handler's answer or
 ///   ``abandon(_:)``.
 ///
-/// Requests that name no central, stored values, which need no handler, and immediate handlers,
-/// which answer before anything could abandon them, never come here.
+/// Requests that name no central, stored values, which need no handler, and handlers declared
+/// `answering: .immediately`, which answer before anything could abandon them, never come here.
 ///
 /// Why: `bluetoothd` (every version up to at least 5.87, bluez/bluez#2447) keeps a raw pointer to
 /// the ATT channel a request came on and answers through it whenever the application answers, or

@@ -200,7 +200,8 @@ struct DemoCommand: Command {
 
     /// The server of the AbleLib guide, with the seed-002 service beside it.
     static func definition(psm: PSM, count: UInt8, transcript: Transcript) -> GATTServerDefinition {
-        GATTServerDefinition {
+        let psmID = CharacteristicID(psmCharacteristic, service: serviceA)
+        return GATTServerDefinition {
             Service(serviceA) {
                 Characteristic(psmCharacteristic, properties: [.read, .indicate], permissions: .readable) {
                     Descriptor(psmDescriptor, permissions: [.readable, .writable], value: Array("L2CAP PSM".utf8))
@@ -211,7 +212,7 @@ struct DemoCommand: Command {
                 Characteristic(streamCharacteristic, properties: .notify)
             }
             AutoManageDevices()
-            OnRead([psmCharacteristic]) { request in
+            OnRead(psmID, answering: .immediately) { request in
                 transcript.say("server", "PSM read by \(request.central.map { "\($0.address)" } ?? "a central")")
                 return psm.bytes
             }
@@ -231,7 +232,7 @@ struct DemoCommand: Command {
                     try? await server.notify(streamCharacteristic, value: [index])
                 }
             }
-            OnWriteDescriptor(psmDescriptor) { request in
+            OnWrite(DescriptorID(psmDescriptor, characteristic: psmID), answering: .immediately) { request in
                 transcript.say("server", "PSM descriptor written: \(request.value.hex)")
                 return .store
             }

@@ -134,7 +134,7 @@ struct ServeCommand: Command {
                     permissions: secure ? [.readEncrypted, .writeEncrypted] : nil, value: Array("hello".utf8))
             }
             AutoManageDevices()
-            OnAnyRead { request in
+            OnRead(.anyCharacteristic, answering: .immediately) { request in
                 console.result(
                     "read \(request.uuid) by \(request.central.map { "\($0.address)" } ?? "a central")",
                     json: .object([
@@ -143,7 +143,7 @@ struct ServeCommand: Command {
                     ]))
                 return request.storedValue
             }
-            OnAnyWrite { request in
+            OnWrite(.anyCharacteristic, answering: .immediately) { request in
                 console.result(
                     "write \(request.uuid) = \(request.value.hex)\(request.value.printableText.map { " \"\($0)\"" } ?? "")",
                     json: .object([

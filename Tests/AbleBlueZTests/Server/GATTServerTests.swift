@@ -13,6 +13,9 @@ struct GATTServerTests {
     static let writeOnly: BluetoothUUID = "ABDD3056-28FA-441D-A470-55A75A525501"
     static let other: BluetoothUUID = "ABDD3056-28FA-441D-A470-55A75A525502"
 
+    /// The characteristic `uuid` of ``service``, as a handler names it.
+    static func id(_ uuid: BluetoothUUID) -> CharacteristicID { CharacteristicID(uuid, service: service) }
+
     /// The seed's server: a PSM characteristic answered by a handler, plus stored and catch-all ones.
     static func definition(events: Locked<[String]>) -> GATTServerDefinition {
         GATTServerDefinition {
@@ -25,19 +28,20 @@ struct GATTServerTests {
                 Characteristic(writeOnly, properties: [.write])
                 Characteristic(other, properties: [.read, .write])
             }
-            OnRead([psm]) { request in
+            OnRead(id(psm), answering: .immediately) { request in
                 events.value.append("read psm at \(request.offset)")
                 return [0x80, 0x00]
             }
-            OnAnyRead { request in
+            OnRead(.anyCharacteristic, answering: .immediately) { request in
                 guard request.uuid == other else { return Array(request.storedValue.dropFirst(request.offset)) }
                 throw ATTError.application(0x80)!
             }
-            OnAnyWrite { request in
+            OnWrite(.anyCharacteristic, answering: .immediately) { request in
                 events.value.append("write \(request.value)")
                 return request.uuid == other ? .accept : .store
             }
-            OnWriteDescriptor(.characteristicUserDescription) { request in
+            OnWrite(DescriptorID(.characteristicUserDescription, characteristic: id(psm)), answering: .immediately) {
+                request in
                 events.value.append("descriptor \(request.value)")
                 return .store
             }
@@ -178,7 +182,7 @@ struct GATTServerTests {
         let definition = { (events: Locked<[String]>) in
             GATTServerDefinition {
                 Service(Self.service) { Characteristic(slow, properties: [.read, .write], value: [1]) }
-                OnWrite([slow]) { request in
+                OnWrite(Self.id(slow)) { request in
                     events.value.append("started by \(request.central?.address.description ?? "nobody")")
                     while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(5)) }
                     events.value.append("cancelled")
@@ -206,8 +210,8 @@ struct GATTServerTests {
         }
     }
 
-    /// A handler with no `await` is answered on the connection's loop as the request arrives,
-    /// outside any task; one that may suspend runs in a task. Both are refused and checked alike.
+    /// A handler declared `answering: .immediately` is answered on the connection's loop as the
+    /// request arrives, outside any task; one declared without it runs in a task. Both are refused and checked alike.
     @Test func handlersThatCannotSuspendAreAnsweredWithoutATask() async throws {
         let immediate: BluetoothUUID = "ABDD3056-28FA-441D-A470-55A75A525504"
         let suspending: BluetoothUUID = "ABDD3056-28FA-441D-A470-55A75A525505"
@@ -222,30 +226,30 @@ struct GATTServerTests {
                     Characteristic(suspending, properties: [.read, .write])
                     Characteristic(tooLong, properties: [.read, .write])
                 }
-                OnRead([immediate]) { request in
+                OnRead(Self.id(immediate), answering: .immediately) { request in
                     events.value.append("read \(request.offset) in a task: \(withUnsafeCurrentTask { $0 != nil })")
                     return [1]
                 }
-                OnWrite([immediate]) { request in
+                OnWrite(Self.id(immediate), answering: .immediately) { request in
                     events.value.append("write \(request.value) in a task: \(withUnsafeCurrentTask { $0 != nil })")
                     guard request.value != [0xFF] else { throw ATTError.application(0x81)! }
                     return .store
                 }
-                OnReadDescriptor(description) { _ in
+                OnRead(DescriptorID(description, characteristic: Self.id(immediate)), answering: .immediately) { _ in
                     events.value.append("descriptor read in a task: \(withUnsafeCurrentTask { $0 != nil })")
                     return [2]
                 }
-                OnWriteDescriptor(description) { _ in
+                OnWrite(DescriptorID(description, characteristic: Self.id(immediate)), answering: .immediately) { _ in
                     events.value.append("descriptor write in a task: \(withUnsafeCurrentTask { $0 != nil })")
                     return .accept
                 }
-                OnRead([suspending]) { _ in
+                OnRead(Self.id(suspending)) { _ in
                     events.value.append("suspending read in a task: \(withUnsafeCurrentTask { $0 != nil })")
                     await Task.yield()
                     return [3]
                 }
-                OnAnyRead { _ in Array(repeating: 0, count: 513) }
-                OnAnyWrite { _ in throw CancellationError() }
+                OnRead(.anyCharacteristic, answering: .immediately) { _ in Array(repeating: 0, count: 513) }
+                OnWrite(.anyCharacteristic, answering: .immediately) { _ in throw CancellationError() }
             }
         }
         try await withServer(definition) { fixture, server in

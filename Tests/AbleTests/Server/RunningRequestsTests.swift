@@ -18,7 +18,7 @@ struct RunningRequestsTests {
         let core = GATTServerCore(
             definition: GATTServerDefinition {
                 Service(service) { Characteristic(uuid, properties: [.read, .write], value: [1]) }
-                OnWrite([uuid]) { _ in
+                OnWrite(CharacteristicID(uuid, service: service)) { _ in
                     events.value.append("started")
                     while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(5)) }
                     events.value.append("cancelled")
