@@ -29,11 +29,11 @@ package enum AbleCommand {
     static let commandNames = commands.map { $0.spec.name }
 
     /// Exit statuses.
-    package enum Status {
-        package static let success: Int32 = 0
-        package static let failure: Int32 = 1
-        package static let usage: Int32 = 64
-        package static let interrupted: Int32 = 130
+    enum Status {
+        static let success: Int32 = 0
+        static let failure: Int32 = 1
+        static let usage: Int32 = 64
+        static let interrupted: Int32 = 130
     }
 
     static var usage: String {
