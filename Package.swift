@@ -29,8 +29,12 @@ let package = Package(
         .target(name: "Able", dependencies: ["AbleStreams", "CLinux"]),
         .target(name: "AbleBlueZ", dependencies: ["Able", "AbleDBus", "AbleStreams", "CBluetooth"]),
         .target(name: "AbleSimulator", dependencies: ["Able", "AbleStreams"]),
-        .target(name: "AbleCommand", dependencies: ["Able", "AbleBlueZ", "AbleSimulator", "AbleStreams", "CLinux"]),
+        .target(name: "AbleCommand", dependencies: ["Able", "AbleBlueZ", "AbleSimulator", "AbleStreams"]),
         .executableTarget(name: "able", dependencies: ["AbleCommand"]),
+        // The soak's two sides (Scripts/soak): a test tool, kept out of `able` and out of the
+        // products; `swift build` builds it, and `swift build --product able-soak` alone.
+        .target(name: "AbleSoak", dependencies: ["Able", "AbleCommand", "AbleStreams", "CLinux"]),
+        .executableTarget(name: "able-soak", dependencies: ["AbleSoak"]),
         .executableTarget(
             name: "AbleBenchmarks",
             dependencies: ["Able", "AbleBlueZ", "AbleDBus", "AbleSimulator", "AbleStreams"],
@@ -50,6 +54,7 @@ let package = Package(
         .testTarget(
             name: "AbleCommandTests",
             dependencies: ["AbleCommand", "Able", "AbleSimulator", "AbleStreams", "AbleTestSupport"]),
+        .testTarget(name: "AbleSoakTests", dependencies: ["AbleSoak", "AbleCommand", "Able", "AbleTestSupport"]),
         .testTarget(
             name: "AbleSimulatorTests", dependencies: ["Able", "AbleSimulator", "AbleScenarios", "AbleTestSupport"]),
         .testTarget(

@@ -1,4 +1,4 @@
-import Able
+package import Able
 import Dispatch
 
 #if canImport(Glibc)
@@ -14,11 +14,15 @@ import Dispatch
 ///
 /// Exit status: 0 on success, 1 when the work failed (the error is printed), 64 for a command
 /// line that does not fit (with the usage), 130 when interrupted (Ctrl-C).
-public enum AbleCommand {
+///
+/// The module is the package's own, not a product: the `able` executable runs it, and the
+/// package's other programs (`able-soak`) build their single command on its ``Command``,
+/// arguments and console.
+package enum AbleCommand {
     static let commands: [any Command.Type] = [
         DemoCommand.self, ScanCommand.self, InfoCommand.self, ReadCommand.self, WriteCommand.self,
         NotifyCommand.self, ServeCommand.self, AdvertiseCommand.self, L2CAPCommand.self, DevicesCommand.self,
-        ForgetCommand.self, PairCommand.self, SoakCommand.self,
+        ForgetCommand.self, PairCommand.self,
     ]
 
     /// The subcommands' names, in the order the usage lists them.
@@ -43,28 +47,37 @@ public enum AbleCommand {
 
     /// Runs the command line `arguments` (without the program name) on the system's BlueZ, and
     /// returns the exit status.
-    public static func run(_ arguments: [String]) async -> Int32 {
+    package static func run(_ arguments: [String]) async -> Int32 {
         let json = arguments.contains("--json")
         return await run(arguments, context: .system(console: .standard(json: json)))
     }
 
-    /// Runs the command line `arguments` like ``run(isolation:_:)``, with Ctrl-C (`SIGINT`) and `SIGTERM`
+    /// Runs the command line `arguments` like ``run(_:)``, with Ctrl-C (`SIGINT`) and `SIGTERM`
     /// cancelling the command: its scan stops, its subscriptions end and its connections close,
     /// then the status is 130. A second signal exits at once.
-    public static func runInterruptibly(_ arguments: [String]) async -> Int32 {
-        let work = Task { await run(arguments) }
+    package static func runInterruptibly(_ arguments: [String]) async -> Int32 {
+        await interruptibly(program: "able") { await run(arguments) }
+    }
+
+    /// Runs `work`, with Ctrl-C (`SIGINT`) and `SIGTERM` cancelling it, and returns its status; a
+    /// second signal exits at once with status 130. `program` names the process in the message
+    /// the first signal prints.
+    package static func interruptibly(
+        program: String, _ work: @escaping @Sendable () async -> Int32
+    ) async -> Int32 {
+        let task = Task { await work() }
         let sources = [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
-                if work.isCancelled { exit(Status.interrupted) }
-                Console.standard().error("able: stopping (Ctrl-C again to exit at once)")
-                work.cancel()
+                if task.isCancelled { exit(Status.interrupted) }
+                Console.standard().error("\(program): stopping (Ctrl-C again to exit at once)")
+                task.cancel()
             }
             source.resume()
             return source
         }
-        let status = await work.value
+        let status = await task.value
         for source in sources { source.cancel() }
         return status
     }
@@ -84,16 +97,27 @@ public enum AbleCommand {
             console.error("able: unknown command '\(name)'\n\n\(usage)")
             return Status.usage
         }
+        return await run(type, arguments.dropFirst(), context: context)
+    }
+
+    /// Runs the command `type` with `arguments` (its options and positionals) in `context` and
+    /// returns the exit status; messages name the command as its spec's
+    /// ``CommandSpec/invocation`` does.
+    package static func run(
+        _ type: any Command.Type, _ arguments: ArraySlice<String>, context: CommandContext
+    ) async -> Int32 {
+        let console = context.console
+        let invocation = type.spec.invocation
         let command: any Command
         do {
-            let parsed = try type.spec.parse(arguments.dropFirst())
+            let parsed = try type.spec.parse(arguments)
             if parsed.wantsHelp {
                 console.writeOut(type.spec.usage)
                 return Status.success
             }
             command = try type.init(parsed)
         } catch {
-            console.error("able \(name): \(error.message)\n\n\(type.spec.usage)")
+            console.error("\(invocation): \(error.message)\n\n\(type.spec.usage)")
             return Status.usage
         }
         do {
@@ -104,18 +128,20 @@ public enum AbleCommand {
         } catch  where Task.isCancelled {
             return Status.interrupted
         } catch let error as BluetoothError {
-            console.error("able \(name): \(describe(error))")
+            console.error("\(invocation): \(describe(error))")
             return Status.failure
         } catch let error as UsageError {
-            console.error("able \(name): \(error.message)")
+            console.error("\(invocation): \(error.message)")
             return Status.usage
         } catch {
-            console.error("able \(name): \(error)")
+            console.error("\(invocation): \(error)")
             return Status.failure
         }
     }
 
-    static func describe(_ error: BluetoothError) -> String {
+    /// A ``BluetoothError`` as the commands print it: its message, its code and, when BlueZ gave
+    /// one, the error name.
+    package static func describe(_ error: BluetoothError) -> String {
         var text = "\(error.message) [\(error.code)]"
         if let errorName = error.errorName { text += " (\(errorName))" }
         return text

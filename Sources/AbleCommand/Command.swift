@@ -1,9 +1,9 @@
-import Able
+package import Able
 import AbleSimulator
 import Synchronization
 
 /// One of `able`'s subcommands: its spec, how it reads its arguments and what it does.
-protocol Command: Sendable {
+package protocol Command: Sendable {
     static var spec: CommandSpec { get }
     /// Reads the parsed arguments; throws a ``UsageError`` for a value that does not parse.
     init(_ arguments: ParsedArguments) throws(UsageError)
@@ -13,15 +13,15 @@ protocol Command: Sendable {
 }
 
 /// What commands work with: where their output goes and how they get adapters.
-struct CommandContext: Sendable {
-    var console: Console
+package struct CommandContext: Sendable {
+    package var console: Console
     /// Opens the adapter named by `--adapter`, or the default one for `nil`.
-    var adapter: @Sendable (String?) async throws -> Adapter
+    package var adapter: @Sendable (String?) async throws -> Adapter
     /// Two adapters on a new simulated radio, for `able demo`, and the radio's leak report.
     var simulatedPair: @Sendable () -> SimulatedPair
 
     /// The real system: BlueZ on the system bus.
-    static func system(console: Console) -> CommandContext {
+    package static func system(console: Console) -> CommandContext {
         CommandContext(
             console: console,
             adapter: { name in
@@ -96,7 +96,7 @@ func characteristic(
 
 extension Duration {
     /// The duration in seconds, as a floating-point number.
-    var seconds: Double {
+    package var seconds: Double {
         let (seconds, attoseconds) = components
         return Double(seconds) + Double(attoseconds) / 1e18
     }

@@ -8,14 +8,14 @@ import AbleStreams
 /// `--json`), progress and errors to standard error, so a pipe receives only results.
 ///
 /// Tests capture both with ``Console/capturing()``.
-struct Console: Sendable {
+package struct Console: Sendable {
     /// Whether results are JSON Lines rather than text.
-    var json: Bool
-    let writeOut: @Sendable (String) -> Void
-    let writeError: @Sendable (String) -> Void
+    package var json: Bool
+    package let writeOut: @Sendable (String) -> Void
+    package let writeError: @Sendable (String) -> Void
 
     /// The process's standard output and standard error, each line written at once.
-    static func standard(json: Bool = false) -> Console {
+    package static func standard(json: Bool = false) -> Console {
         Console(
             json: json, writeOut: { writeLine($0, to: STDOUT_FILENO) }, writeError: { writeLine($0, to: STDERR_FILENO) }
         )
@@ -48,17 +48,17 @@ struct Console: Sendable {
     }
 
     /// Prints a result: `text` in text mode, `json` (one line) with `--json`.
-    func result(_ text: @autoclosure () -> String, json object: @autoclosure () -> JSON) {
+    package func result(_ text: @autoclosure () -> String, json object: @autoclosure () -> JSON) {
         writeOut(json ? object().text : text())
     }
 
     /// Prints a line of progress on standard error, in text mode only.
-    func progress(_ text: String) {
+    package func progress(_ text: String) {
         if !json { writeError(text) }
     }
 
     /// Prints an error on standard error, in both modes.
-    func error(_ text: String) {
+    package func error(_ text: String) {
         writeError(text)
     }
 }

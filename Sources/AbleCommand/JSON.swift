@@ -1,6 +1,8 @@
 /// A JSON value, written with its object keys in the order given, so `--json` output is stable
 /// and diffable.
-enum JSON: Sendable, Equatable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral {
+package enum JSON: Sendable, Equatable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByBooleanLiteral
+{
     case null
     case bool(Bool)
     case int(Int)
@@ -9,17 +11,17 @@ enum JSON: Sendable, Equatable, ExpressibleByStringLiteral, ExpressibleByInteger
     case array([JSON])
     case object([(String, JSON)])
 
-    init(stringLiteral value: String) { self = .string(value) }
-    init(integerLiteral value: Int) { self = .int(value) }
-    init(booleanLiteral value: Bool) { self = .bool(value) }
+    package init(stringLiteral value: String) { self = .string(value) }
+    package init(integerLiteral value: Int) { self = .int(value) }
+    package init(booleanLiteral value: Bool) { self = .bool(value) }
 
-    static func == (lhs: JSON, rhs: JSON) -> Bool { lhs.text == rhs.text }
+    package static func == (lhs: JSON, rhs: JSON) -> Bool { lhs.text == rhs.text }
 
     /// `nil` as `null`, anything else through `wrap`.
-    static func optional<T>(_ value: T?, _ wrap: (T) -> JSON) -> JSON { value.map(wrap) ?? .null }
+    package static func optional<T>(_ value: T?, _ wrap: (T) -> JSON) -> JSON { value.map(wrap) ?? .null }
 
     /// The value as compact JSON text on one line.
-    var text: String {
+    package var text: String {
         var output = ""
         write(to: &output)
         return output

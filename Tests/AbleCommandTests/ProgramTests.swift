@@ -2,8 +2,8 @@ import AbleTestSupport
 import Foundation
 import Testing
 
-/// The built programs, run as a user runs them: the `able` binary, and every snippet in
-/// `Snippets/` on the simulated radio (or a private bus), so that none can rot.
+/// The built programs, run as a user runs them: the `able` binary, the soak's `able-soak`, and
+/// every snippet in `Snippets/` on the simulated radio (or a private bus), so that none can rot.
 @Suite("The built programs", .timeLimit(.minutes(1)))
 struct ProgramTests {
     /// Runs the built program `name` with `arguments` and returns its status, standard output
@@ -54,6 +54,15 @@ struct ProgramTests {
         #expect(result.error.hasPrefix("able read: 'not-an-address' is not a Bluetooth address"))
         #expect(result.error.contains("Usage: able read [options] ADDRESS CHARACTERISTIC"))
         #expect(!result.error.contains("Fatal error"))
+    }
+
+    @Test("able-soak, the soak's own program, is built beside able and refuses a bad command line with 64")
+    func soakProgram() async throws {
+        let result = try await run("able-soak", ["--role", "peripheral"])
+        #expect(result.status == 64)
+        #expect(result.out.isEmpty)
+        #expect(result.error.hasPrefix("able-soak: --role must be central or server, not 'peripheral'"))
+        #expect(result.error.contains("Usage: able-soak [options]"))
     }
 
     @Test("able demo runs the seed scenario on the simulated radio")

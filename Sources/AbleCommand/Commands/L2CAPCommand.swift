@@ -160,7 +160,7 @@ struct L2CAPCommand: Command {
 
 extension Double {
     /// The number with `places` digits after the point.
-    func formatted(places: Int) -> String {
+    package func formatted(places: Int) -> String {
         var scale = 1.0
         for _ in 0..<places { scale *= 10 }
         let scaled = (self * scale).rounded()

@@ -1,7 +1,8 @@
 import Able
+import AbleCommand
 import AbleStreams
 
-/// The server side of `able soak`: an Able GATT server and an L2CAP echo that keep serving
+/// The server side of `able-soak`: an Able GATT server and an L2CAP echo that keep serving
 /// while the soak injects faults around them.
 ///
 /// It serves one service: a counter that is notified every 250 ms while a central is subscribed

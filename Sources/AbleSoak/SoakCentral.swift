@@ -1,7 +1,8 @@
 import Able
+import AbleCommand
 import AbleStreams
 
-/// The central side of `able soak`: keeps the server connected with a ``MaintainedConnection``
+/// The central side of `able-soak`: keeps the server connected with a ``MaintainedConnection``
 /// and works it without pause for the soak's duration, while a scan runs beside it.
 ///
 /// On each link it opens an L2CAP channel to the server's ``SoakServer/psm``, then loops: writes

@@ -1,3 +1,5 @@
+import AbleCommand
+
 /// The end of a soak: the figures, and the criteria each passes or fails (see ``SoakCommand``).
 struct SoakReport: Sendable {
     /// The kinds of operation each of which must have completed at least once.

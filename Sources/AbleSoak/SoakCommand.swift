@@ -1,11 +1,12 @@
 import Able
+import AbleCommand
 
-/// `able soak`: one side of the soak with faults (issue #20) that `Scripts/soak` runs in the
-/// QEMU guest.
+/// `able-soak`: one side of the soak with faults (issue #20) that `Scripts/soak` runs in the
+/// QEMU guest. A test tool of the package's own, not part of the `able` command users install.
 ///
-/// `able soak --role server` serves ``SoakServer`` on its adapter until stopped (the soak kills
+/// `able-soak --role server` serves ``SoakServer`` on its adapter until stopped (the soak kills
 /// and restarts it on purpose); at start it waits up to a minute for `bluetoothd` and the
-/// adapter. `able soak` (the central) works a ``MaintainedConnection`` to the server for the
+/// adapter. `able-soak` (the central) works a ``MaintainedConnection`` to the server for the
 /// duration, as ``SoakCentral`` describes, while `Scripts/bluez-vm/guest-soak` injects the
 /// faults; then it prints what it counted and measured and fails (status 1) when a criterion is
 /// not met:
@@ -21,7 +22,7 @@ import Able
 ///   `--max-stall`.
 struct SoakCommand: Command {
     static let spec = CommandSpec(
-        name: "soak", summary: "one side of the soak with faults that Scripts/soak runs", positionals: [],
+        name: "able-soak", summary: "one side of the soak with faults that Scripts/soak runs", positionals: [],
         options: [
             .init(name: "role", value: "ROLE", help: "central (default) or server"),
             .init(
@@ -40,8 +41,9 @@ struct SoakCommand: Command {
             The central keeps it connected with a maintained connection, writes, reads, echoes and takes
             notifications without pause, scans beside it, then prints operations and errors per kind,
             values lost or duplicated, memory and file descriptors, and the longest stall. Exit status 1
-            when a criterion fails.
-            """)
+            when a criterion fails; 130 when stopped by SIGINT or SIGTERM.
+            """,
+        isProgram: true)
 
     enum Role: String { case central, server }
 

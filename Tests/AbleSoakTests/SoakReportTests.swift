@@ -3,9 +3,9 @@ import AbleTestSupport
 import Glibc
 import Testing
 
-@testable import AbleCommand
+@testable import AbleSoak
 
-/// The soak's verdict (`able soak`): each criterion fails the soak on its own.
+/// The soak's verdict (`able-soak`): each criterion fails the soak on its own.
 struct SoakReportTests {
     static func sample(
         _ kib: Int, heap: Int? = nil, _ descriptors: [String] = ["socket:[1]", "anon_inode:[eventfd]"]
