@@ -87,7 +87,7 @@ struct SimulatorTests {
             try await peripheral.connect()
             #expect(try await peripheral.read(SeedCharacteristic.a1) == [0x80, 0x00])
             let notifications = try await peripheral.notifications(of: SeedCharacteristic.a1)
-            #expect(await server.isSubscribed(SeedCharacteristic.a1.uuid))
+            #expect(await server.isSubscribed(SeedCharacteristic.a1))
             try await server.notify(SeedCharacteristic.a1, value: [0x81, 0x00])
             for try await value in notifications.prefix(1) { #expect(value == [0x81, 0x00]) }
             try await peripheral.disconnect()

@@ -489,7 +489,7 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
                 /// subscription yet), then takes it.
                 func deliver(_ value: UInt8) async throws {
                     try await backend.eventually("the server to see the subscription") {
-                        await server.isSubscribed(level.uuid)
+                        await server.isSubscribed(level)
                     }
                     try await server.notify(level, value: [value])
                     guard let event = try await events.next() else {

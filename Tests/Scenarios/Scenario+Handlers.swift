@@ -79,7 +79,7 @@ extension Scenario {
                     try await peripheral.write([0xFF], to: characteristic)
                 }
                 #expect(refused?.attError == ATTError.application(UInt8(refusal)), "\(name)")
-                #expect(await server.value(of: characteristic.uuid) == [1, 2], "\(name): a refused write stored")
+                #expect(await server.value(of: characteristic) == [1, 2], "\(name): a refused write stored")
             }
             #expect(
                 centrals.all == [
@@ -102,7 +102,7 @@ extension Scenario {
                 try await peripheral.write([7, 7], to: caughtByTheCatchAlls)
             }
             #expect(refused?.attError == ATTError.application(0x83))
-            #expect(await server.value(of: caughtByTheCatchAlls.uuid) == [7])
+            #expect(await server.value(of: caughtByTheCatchAlls) == [7])
         }
     }
 }

@@ -22,7 +22,7 @@ extension Scenario {
             server, peripheral in
             let stream = try await peripheral.notifications(of: counter)
             try await backend.eventually("the server to see the subscription") {
-                await server.isSubscribed(counter.uuid)
+                await server.isSubscribed(counter)
             }
             let received = Recorder<UInt32>()
             let sent = Recorder<UInt32>()
@@ -55,7 +55,7 @@ extension Scenario {
                     // A central that asks every 100 ms or so, as an app would.
                     try await backend.pause(.milliseconds(100))
                 }
-                #expect(await server.value(of: setting.uuid) == [50])
+                #expect(await server.value(of: setting) == [50])
                 // The server kept notifying all along.
                 #expect(received.all.count >= 50, "the central received \(received.all.count) notifications")
                 group.cancelAll()
@@ -99,7 +99,7 @@ extension Scenario {
         try await withConnection(backend, serving: definition, advertising: service) { server, peripheral in
             let stream = try await peripheral.notifications(of: level)
             try await backend.eventually("the server to see the subscription") {
-                await server.isSubscribed(level.uuid)
+                await server.isSubscribed(level)
             }
             let central = Central(address: centralAddress)
             guard backend.notifiesOneCentral else {
@@ -110,7 +110,7 @@ extension Scenario {
                 #expect(refused?.message.contains("5.76") == true, "\(refused?.message ?? "")")
                 return
             }
-            #expect(await server.subscribers(of: level.uuid) == [central])
+            #expect(await server.subscribers(of: level) == [central])
             for value in 1...3 { try await server.notify(level, value: [UInt8(value)], to: central) }
             var received: [[UInt8]] = []
             for try await value in stream.prefix(3) { received.append(value) }
@@ -132,12 +132,12 @@ extension Scenario {
         try await withConnection(backend, serving: definition, advertising: service) { server, peripheral in
             let stream = try await peripheral.notifications(of: status)
             try await backend.eventually("the server to see the subscription") {
-                await server.isSubscribed(status.uuid)
+                await server.isSubscribed(status)
             }
             let central = Central(address: centralAddress)
             try await server.indicate(status, value: [1], timeout: .seconds(10))
             if backend.indicatesOneCentral {
-                #expect(await server.subscribers(of: status.uuid) == [central])
+                #expect(await server.subscribers(of: status) == [central])
                 try await server.indicate(status, value: [2], to: central, timeout: .seconds(10))
             } else {
                 let refused = await #expect(throws: BluetoothError.self) {

@@ -15,6 +15,9 @@ package protocol GATTServerBackend: Sendable {
     ) async throws
     /// The centrals connected now.
     var connectedCentrals: [Central] { get }
+    /// The ATT MTU of a connected central's link, when the backend knows it; `nil` for a central
+    /// that is not connected.
+    func attMTU(of central: Central) -> Int?
     /// Disconnects a central.
     func disconnect(_ central: Central) async throws
     /// The backend's clock, as the time since some fixed instant: the wall clock on BlueZ,
