@@ -57,19 +57,27 @@ public struct GATTServerDefinition: Sendable {
     /// Checks the definition: no duplicate handlers, no UUID declared twice where a handler could
     /// not tell them apart, no handler for an attribute that does not exist.
     ///
+    /// Two services may hold characteristics of the same UUID (the server's methods take a
+    /// ``CharacteristicIdentifier``, which names the service too), but an ``OnRead`` or
+    /// ``OnWrite`` may not name such a UUID: its handler could not tell which is meant.
+    ///
     /// - Throws: ``BluetoothError`` with ``BluetoothError/Code/invalidArguments``, listing every problem.
     public func validate() throws {
         var problems = self.problems
         var serviceUUIDs = Set<BluetoothUUID>()
         var characteristicUUIDs = Set<BluetoothUUID>()
+        var sharedCharacteristicUUIDs = Set<BluetoothUUID>()
         var descriptorUUIDs = Set<BluetoothUUID>()
         for service in services {
             if !serviceUUIDs.insert(service.uuid).inserted {
                 problems.append("service \(service.uuid) is declared twice")
             }
+            var ownCharacteristicUUIDs = Set<BluetoothUUID>()
             for characteristic in service.characteristics {
-                if !characteristicUUIDs.insert(characteristic.uuid).inserted {
-                    problems.append("characteristic \(characteristic.uuid) is declared twice")
+                if !ownCharacteristicUUIDs.insert(characteristic.uuid).inserted {
+                    problems.append("characteristic \(characteristic.uuid) is declared twice in service \(service.uuid)")
+                } else if !characteristicUUIDs.insert(characteristic.uuid).inserted {
+                    sharedCharacteristicUUIDs.insert(characteristic.uuid)
                 }
                 if characteristic.value.count > 512 {
                     problems.append("characteristic \(characteristic.uuid) starts with more than 512 bytes")
@@ -93,6 +101,11 @@ public struct GATTServerDefinition: Sendable {
         for uuid in Set(characteristicReads.keys).union(characteristicWrites.keys)
         where !characteristicUUIDs.contains(uuid) {
             problems.append("a handler names characteristic \(uuid), which no service declares")
+        }
+        for uuid in Set(characteristicReads.keys).union(characteristicWrites.keys)
+        where sharedCharacteristicUUIDs.contains(uuid) {
+            problems.append(
+                "a handler names characteristic \(uuid), which several services declare: it could not tell them apart")
         }
         for uuid in Set(descriptorReads.keys).union(descriptorWrites.keys) where !descriptorUUIDs.contains(uuid) {
             problems.append("a handler names descriptor \(uuid), which no characteristic declares")

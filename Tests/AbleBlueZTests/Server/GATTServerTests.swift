@@ -140,9 +140,9 @@ struct GATTServerTests {
         try await withServer { fixture, server in
             _ = try await call(
                 fixture, Self.stored, "WriteValue", [.bytes([9, 9]), Self.options(["offset": .uint16(1)])])
-            #expect(await server.value(of: Self.stored) == [1, 9, 9])
+            #expect(await server.value(of: CharacteristicID(Self.stored, service: Self.service)) == [1, 9, 9])
             _ = try await call(fixture, Self.other, "WriteValue", [.bytes([7]), Self.options()])
-            #expect(await server.value(of: Self.other) == [])
+            #expect(await server.value(of: CharacteristicID(Self.other, service: Self.service)) == [])
             _ = try await call(
                 fixture, .characteristicUserDescription, "WriteValue", [.bytes([1]), Self.options()], descriptor: true)
             #expect(fixture.events.value.contains("write [9, 9]"))
@@ -253,13 +253,13 @@ struct GATTServerTests {
                 try await call(fixture, immediate, "ReadValue", [Self.options(["offset": .uint16(0)])]) == [.bytes([1])]
             )
             _ = try await call(fixture, immediate, "WriteValue", [.bytes([4, 5]), Self.options()])
-            #expect(await server.value(of: immediate) == [4, 5])
+            #expect(await server.value(of: CharacteristicID(immediate, service: Self.service)) == [4, 5])
             let refused = await #expect(throws: DBusError.self) {
                 try await call(fixture, immediate, "WriteValue", [.bytes([0xFF]), Self.options()])
             }
             #expect(refused?.name.rawValue == ATTError.application(0x81)!.bluezReply.name)
             #expect(refused?.message == ATTError.application(0x81)!.bluezReply.message)
-            #expect(await server.value(of: immediate) == [4, 5])
+            #expect(await server.value(of: CharacteristicID(immediate, service: Self.service)) == [4, 5])
             #expect(
                 try await call(fixture, description, "ReadValue", [Self.options()], descriptor: true) == [.bytes([2])])
             _ = try await call(fixture, description, "WriteValue", [.bytes([6]), Self.options()], descriptor: true)
@@ -280,7 +280,7 @@ struct GATTServerTests {
             }
             #expect(failed?.name.rawValue == ATTError.unlikelyError.bluezReply.name)
             #expect(failed?.message == ATTError.unlikelyError.bluezReply.message)
-            #expect(await server.value(of: tooLong) == [])
+            #expect(await server.value(of: CharacteristicID(tooLong, service: Self.service)) == [])
         }
     }
 
@@ -300,8 +300,8 @@ struct GATTServerTests {
                 matching: DBusMatchRule(
                     path: try path(fixture.fake, Self.psm), interface: "org.freedesktop.DBus.Properties"))
             _ = try await call(fixture, Self.psm, "StartNotify", [])
-            try await waitUntil { await server.isSubscribed(Self.psm) }
-            try await server.notify(Self.psm, value: [0x81, 0x00])
+            try await waitUntil { await server.isSubscribed(CharacteristicID(Self.psm, service: Self.service)) }
+            try await server.notify(CharacteristicID(Self.psm, service: Self.service), value: [0x81, 0x00])
             for try await signal in changes {
                 let changed = try signal.arguments[1].decode([String: DBusVariant].self)
                 #expect(try changed.decode("Value", as: [UInt8].self) == [0x81, 0x00])
@@ -309,7 +309,7 @@ struct GATTServerTests {
             }
             _ = try await call(fixture, Self.psm, "StopNotify", [])
             try await waitUntil { fixture.events.value.contains("subscribed false") }
-            let error = await #expect(throws: BluetoothError.self) { try await server.notify(Self.stored, value: [1]) }
+            let error = await #expect(throws: BluetoothError.self) { try await server.notify(CharacteristicID(Self.stored, service: Self.service), value: [1]) }
             #expect(error?.code == .notSupported)
         }
     }
@@ -318,7 +318,7 @@ struct GATTServerTests {
         try await withServer { fixture, server in
             let confirmed = Locked(false)
             let indication = Task {
-                try await server.indicate(Self.psm, value: [5], timeout: .safetyNet)
+                try await server.indicate(CharacteristicID(Self.psm, service: Self.service), value: [5], timeout: .safetyNet)
                 confirmed.value = true
             }
             try await Task.sleep(for: .milliseconds(100))
@@ -327,7 +327,7 @@ struct GATTServerTests {
             try await indication.value
             #expect(confirmed.value)
             let timeout = await #expect(throws: BluetoothError.self) {
-                try await server.indicate(Self.psm, value: [6], timeout: .milliseconds(100))
+                try await server.indicate(CharacteristicID(Self.psm, service: Self.service), value: [6], timeout: .milliseconds(100))
             }
             #expect(timeout?.code == .timeout)
         }
@@ -344,7 +344,7 @@ struct GATTServerTests {
                     arguments: [.bytes([0]), Self.options()])
             }
             #expect(error?.name == .accessDenied)
-            #expect(await server.value(of: Self.stored) == [1, 2, 3])
+            #expect(await server.value(of: CharacteristicID(Self.stored, service: Self.service)) == [1, 2, 3])
         }
     }
 
