@@ -234,3 +234,57 @@ extension UInt32 {
 
     var littleEndianBytes: [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: self >> (8 * $0)) } }
 }
+
+extension Scenario {
+    /// Two services holding characteristics of one UUID stay apart through the server's typed
+    /// methods; the server tells the longest value its central can receive, sends a value that
+    /// long whole, and refuses a longer one, to that central and to every subscriber, sending
+    /// nothing.
+    static func aServerKeepsItsValuesWithinWhatTheCentralReceives(_ backend: some ScenarioBackend) async throws {
+        let serviceA = BluetoothUUID.random()
+        let serviceB = BluetoothUUID.random()
+        let shared = BluetoothUUID.random()
+        let inA = CharacteristicID(shared, service: serviceA)
+        let inB = CharacteristicID(shared, service: serviceB)
+        let definition = GATTServerDefinition {
+            Service(serviceA) { Characteristic(shared, properties: [.read, .notify], value: [0xA]) }
+            Service(serviceB) { Characteristic(shared, properties: [.read, .write], value: [0xB]) }
+        }
+        let centralAddress = try #require(await backend.central.state.address)
+        try await withConnection(backend, serving: definition, advertising: serviceA) { server, peripheral in
+            let central = Central(address: centralAddress)
+            #expect(try await peripheral.read(inA) == [0xA])
+            #expect(try await peripheral.read(inB) == [0xB])
+            try await server.setValue([0xBB], of: inB)
+            #expect(try await peripheral.read(inB) == [0xBB])
+            try await peripheral.write([0xB2], to: inB)
+            #expect(await server.value(of: inB) == [0xB2])
+            #expect(await server.value(of: inA) == [0xA])
+
+            let stream = try await peripheral.notifications(of: inA)
+            try await backend.eventually("the server to see the subscription") { await server.isSubscribed(inA) }
+            #expect(await !server.isSubscribed(inB))
+            // Known: the central has read (BlueZ passes the link's MTU with each request).
+            let limit = try #require(await server.maximumValueLength(for: central))
+            #expect((20...512).contains(limit))
+
+            let tooLong = [UInt8](repeating: 0xEE, count: limit + 1)
+            let refused = await #expect(throws: BluetoothError.self) { try await server.notify(inA, value: tooLong) }
+            #expect(refused?.code == .valueTooLong)
+            #expect(refused?.message.contains("\(limit + 1) bytes") == true, "\(refused?.message ?? "")")
+            #expect(refused?.message.contains("can receive \(limit)") == true, "\(refused?.message ?? "")")
+            let refusedToOne = await #expect(throws: BluetoothError.self) {
+                try await server.notify(inA, value: tooLong, to: central)
+            }
+            #expect(refusedToOne?.code == .valueTooLong)
+            #expect(await server.value(of: inA) == [0xA], "a refused value is not stored")
+
+            let longest = (0..<limit).map { UInt8(truncatingIfNeeded: $0) }
+            try await server.notify(inA, value: longest)
+            try await server.notify(inA, value: [1])
+            var received: [[UInt8]] = []
+            for try await value in stream.prefix(2) { received.append(value) }
+            #expect(received == [longest, [1]], "nothing of the refused values arrived, nothing was cut")
+        }
+    }
+}

@@ -26,6 +26,7 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
     case indicatingEveryCentralOrOne
     case connectionEventsAreAboutTheServersCentrals
     case immediateAndSuspendingHandlersAnswerAlike
+    case aServerKeepsItsValuesWithinWhatTheCentralReceives
 
     public var testDescription: String { rawValue }
 
@@ -62,6 +63,8 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
                 try await Self.connectionEventsAreAboutTheServersCentrals(backend)
             case .immediateAndSuspendingHandlersAnswerAlike:
                 try await Self.immediateAndSuspendingHandlersAnswerAlike(backend)
+            case .aServerKeepsItsValuesWithinWhatTheCentralReceives:
+                try await Self.aServerKeepsItsValuesWithinWhatTheCentralReceives(backend)
             }
         } cleanup: {
             do {
