@@ -1,6 +1,7 @@
 import Able
 import AbleDBus
 import AbleTestSupport
+import Foundation
 import Testing
 
 @testable import AbleBlueZ
@@ -311,6 +312,56 @@ struct GATTServerTests {
             try await waitUntil { fixture.events.value.contains("subscribed false") }
             let error = await #expect(throws: BluetoothError.self) { try await server.notify(CharacteristicID(Self.stored, service: Self.service), value: [1]) }
             #expect(error?.code == .notSupported)
+        }
+    }
+
+    @Test func theServerLearnsACentralsMTUFromBlueZsRequestsAndRefusesWhatItsSocketCannotCarry() async throws {
+        let level: BluetoothUUID = "ABDD3056-28FA-441D-A470-55A75A525510"
+        let levelID = CharacteristicID(level, service: Self.service)
+        let definition: (Locked<[String]>) -> GATTServerDefinition = { _ in
+            GATTServerDefinition {
+                Service(Self.service) {
+                    Characteristic(Self.stored, properties: [.read], value: [1])
+                    Characteristic(level, properties: [.read, .notify])
+                }
+            }
+        }
+        try await withServer(definition) { fixture, server in
+            let central = Central(address: BluetoothAddress("00:AA:01:00:00:00"))
+            let device = DBusValue.objectPath(DBusObjectPath("/org/bluez/hci1/dev_00_AA_01_00_00_00"))
+            #expect(await server.maximumValueLength(for: central) == nil, "nothing said yet")
+            _ = try await call(fixture, Self.stored, "ReadValue", [Self.options(["device": device, "mtu": .uint16(100)])])
+            #expect(await server.maximumValueLength(for: central) == 97)
+
+            // The subscription's own MTU (this fake names no version: one socket for every subscriber).
+            let reply = try await call(
+                fixture, level, "AcquireNotify", [Self.options(["device": device, "mtu": .uint16(50)])])
+            guard case .unixFD(let theirs) = reply.first else {
+                Issue.record("AcquireNotify answered \(reply)")
+                return
+            }
+            let socket = try #require(theirs.take())
+            defer { _ = close(socket) }
+            try await waitUntil { await server.isSubscribed(levelID) }
+            #expect(await server.maximumValueLength(for: central) == 47)
+
+            let toAll = await #expect(throws: BluetoothError.self) {
+                try await server.notify(levelID, value: Array(repeating: 1, count: 48))
+            }
+            #expect(toAll?.code == .valueTooLong)
+            #expect(toAll?.message.contains("48 bytes") == true, "\(toAll?.message ?? "")")
+            #expect(toAll?.message.contains("can receive 47") == true, "\(toAll?.message ?? "")")
+            let toOne = await #expect(throws: BluetoothError.self) {
+                try await server.notify(levelID, value: Array(repeating: 2, count: 48), to: central)
+            }
+            #expect(toOne?.code == .valueTooLong)
+            #expect(toOne?.message.contains("\(central) can receive 47") == true, "\(toOne?.message ?? "")")
+
+            // What fits goes into the socket whole, and is the first thing there.
+            try await server.notify(levelID, value: Array(repeating: 3, count: 47))
+            var buffer = [UInt8](repeating: 0, count: 600)
+            let count = buffer.withUnsafeMutableBytes { read(socket, $0.baseAddress, $0.count) }
+            #expect(Array(buffer.prefix(max(count, 0))) == Array(repeating: 3, count: 47))
         }
     }
 
