@@ -307,6 +307,12 @@ final class BlueZGATTApplication: GATTServerBackend {
         core.withLock { $0 }?.reportedMTU(of: central)
     }
 
+    /// The shortest MTU of the sockets that serve every subscriber (before 5.69, `bluetoothd`
+    /// acquires one per characteristic, with the MTU of the central that subscribed first), less 3.
+    func unnamedSubscribersMaximumValueLength(of characteristic: AttributeID) -> Int? {
+        notifySockets.entries(of: characteristic).filter { $0.central == nil }.map(\.socket.maximumValueLength).min()
+    }
+
     private func watchCentrals(_ events: GATTServerEvents, core: GATTServerCore) {
         let changes = system.tree.changes()
         let adapter = self.adapter

@@ -124,7 +124,9 @@ struct ServerValueLengthTests {
             let large = radio.makeAdapter(name: "hci0")
             let small = radio.makeAdapter(name: "hci2", mtu: 50)
             let peripherals = try await connect([large, small], to: serverAdapter)
-            let streams = [try await peripherals[0].notifications(of: inB), try await peripherals[1].notifications(of: inB)]
+            let streams = [
+                try await peripherals[0].notifications(of: inB), try await peripherals[1].notifications(of: inB),
+            ]
             try await radio.clock.sleep(for: .milliseconds(1))
             let largeCentral = Central(address: try #require(await large.state.address))
             let smallCentral = Central(address: try #require(await small.state.address))

@@ -31,7 +31,10 @@ extension RealBlueZ {
                         await server.isSubscribed(CharacteristicID(uuids.counter, service: uuids.service))
                     }
                     #expect(subscriptions.all == [true])
-                    for value in 1...count { try await server.notify(CharacteristicID(uuids.counter, service: uuids.service), value: [UInt8(value)]) }
+                    for value in 1...count {
+                        try await server.notify(
+                            CharacteristicID(uuids.counter, service: uuids.service), value: [UInt8(value)])
+                    }
 
                     let received = try await withDeadline(.seconds(60), waitingFor: "\(count) notifications") {
                         var received: [[UInt8]] = []
@@ -79,8 +82,10 @@ extension RealBlueZ {
                         for try await value in stream.prefix(2) { values.append(value) }
                     }
                     defer { consumer.cancel() }
-                    try await server.indicate(CharacteristicID(uuids.status, service: uuids.service), value: [0x0A], timeout: .seconds(10))
-                    try await server.indicate(CharacteristicID(uuids.status, service: uuids.service), value: [0x0B], timeout: .seconds(10))
+                    try await server.indicate(
+                        CharacteristicID(uuids.status, service: uuids.service), value: [0x0A], timeout: .seconds(10))
+                    try await server.indicate(
+                        CharacteristicID(uuids.status, service: uuids.service), value: [0x0B], timeout: .seconds(10))
                     try await withDeadline(.seconds(10), waitingFor: "two indications") { try await consumer.value }
                     #expect(values.all == [[0x0A], [0x0B]])
                     try await eventually("the server to see the subscription stop") {

@@ -385,9 +385,12 @@ public actor GATTServer {
         // Every link carries this much: its ATT MTU is at least 23.
         guard value.count > 20 else { return }
         let targets = central.map { [$0] } ?? Self.named(subscriptions.withLock { $0[id] ?? [] })
-        let misfits = targets.compactMap { central -> String? in
+        var misfits = targets.compactMap { central -> String? in
             guard let limit = maximumValueLength(for: central), value.count > limit else { return nil }
             return "\(central) can receive \(limit)"
+        }
+        if central == nil, let limit = backend.unnamedSubscribersMaximumValueLength(of: id), value.count > limit {
+            misfits.append("every subscriber can receive \(limit)")
         }
         guard !misfits.isEmpty else { return }
         throw BluetoothError(

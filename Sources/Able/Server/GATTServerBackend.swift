@@ -18,6 +18,10 @@ package protocol GATTServerBackend: Sendable {
     /// The ATT MTU of a connected central's link, when the backend knows it; `nil` for a central
     /// that is not connected.
     func attMTU(of central: Central) -> Int?
+    /// The longest value that reaches every subscriber of a characteristic through a way that
+    /// serves them all and names none (BlueZ before 5.69: one socket for every subscriber); `nil`
+    /// where there is none.
+    func unnamedSubscribersMaximumValueLength(of characteristic: AttributeID) -> Int?
     /// Disconnects a central.
     func disconnect(_ central: Central) async throws
     /// The backend's clock, as the time since some fixed instant: the wall clock on BlueZ,
@@ -30,6 +34,8 @@ package protocol GATTServerBackend: Sendable {
 private let wallClockOrigin = ContinuousClock.now
 
 extension GATTServerBackend {
+    package func unnamedSubscribersMaximumValueLength(of characteristic: AttributeID) -> Int? { nil }
+
     package var clockReading: Duration { wallClockOrigin.duration(to: .now) }
 
     package func sleep(for duration: Duration) async throws {

@@ -68,7 +68,8 @@ package final class GATTServerCore: Sendable {
     package func descriptor(_ uuid: BluetoothUUID, of characteristic: AttributeID) -> AttributeID? {
         guard let index = self.characteristic(characteristic).descriptors.firstIndex(where: { $0.uuid == uuid })
         else { return nil }
-        return AttributeID(service: characteristic.service, characteristic: characteristic.characteristic, descriptor: index)
+        return AttributeID(
+            service: characteristic.service, characteristic: characteristic.characteristic, descriptor: index)
     }
 
     package func storedValue(_ id: AttributeID) -> [UInt8] { values.withLock { $0[id] ?? [] } }

@@ -75,7 +75,8 @@ public struct GATTServerDefinition: Sendable {
             var ownCharacteristicUUIDs = Set<BluetoothUUID>()
             for characteristic in service.characteristics {
                 if !ownCharacteristicUUIDs.insert(characteristic.uuid).inserted {
-                    problems.append("characteristic \(characteristic.uuid) is declared twice in service \(service.uuid)")
+                    problems.append(
+                        "characteristic \(characteristic.uuid) is declared twice in service \(service.uuid)")
                 } else if !characteristicUUIDs.insert(characteristic.uuid).inserted {
                     sharedCharacteristicUUIDs.insert(characteristic.uuid)
                 }

@@ -310,7 +310,9 @@ struct GATTServerTests {
             }
             _ = try await call(fixture, Self.psm, "StopNotify", [])
             try await waitUntil { fixture.events.value.contains("subscribed false") }
-            let error = await #expect(throws: BluetoothError.self) { try await server.notify(CharacteristicID(Self.stored, service: Self.service), value: [1]) }
+            let error = await #expect(throws: BluetoothError.self) {
+                try await server.notify(CharacteristicID(Self.stored, service: Self.service), value: [1])
+            }
             #expect(error?.code == .notSupported)
         }
     }
@@ -330,7 +332,8 @@ struct GATTServerTests {
             let central = Central(address: BluetoothAddress("00:AA:01:00:00:00"))
             let device = DBusValue.objectPath(DBusObjectPath("/org/bluez/hci1/dev_00_AA_01_00_00_00"))
             #expect(await server.maximumValueLength(for: central) == nil, "nothing said yet")
-            _ = try await call(fixture, Self.stored, "ReadValue", [Self.options(["device": device, "mtu": .uint16(100)])])
+            _ = try await call(
+                fixture, Self.stored, "ReadValue", [Self.options(["device": device, "mtu": .uint16(100)])])
             #expect(await server.maximumValueLength(for: central) == 97)
 
             // The subscription's own MTU (this fake names no version: one socket for every subscriber).
@@ -356,6 +359,7 @@ struct GATTServerTests {
             }
             #expect(toOne?.code == .valueTooLong)
             #expect(toOne?.message.contains("\(central) can receive 47") == true, "\(toOne?.message ?? "")")
+            #expect(await server.value(of: levelID) == [], "a refused value is not stored")
 
             // What fits goes into the socket whole, and is the first thing there.
             try await server.notify(levelID, value: Array(repeating: 3, count: 47))
@@ -369,7 +373,8 @@ struct GATTServerTests {
         try await withServer { fixture, server in
             let confirmed = Locked(false)
             let indication = Task {
-                try await server.indicate(CharacteristicID(Self.psm, service: Self.service), value: [5], timeout: .safetyNet)
+                try await server.indicate(
+                    CharacteristicID(Self.psm, service: Self.service), value: [5], timeout: .safetyNet)
                 confirmed.value = true
             }
             try await Task.sleep(for: .milliseconds(100))
@@ -378,7 +383,8 @@ struct GATTServerTests {
             try await indication.value
             #expect(confirmed.value)
             let timeout = await #expect(throws: BluetoothError.self) {
-                try await server.indicate(CharacteristicID(Self.psm, service: Self.service), value: [6], timeout: .milliseconds(100))
+                try await server.indicate(
+                    CharacteristicID(Self.psm, service: Self.service), value: [6], timeout: .milliseconds(100))
             }
             #expect(timeout?.code == .timeout)
         }
