@@ -4,15 +4,19 @@ import AbleStreams
 /// with the definition's handlers answering centrals.
 ///
 /// ```swift
+/// let psmID = CharacteristicID(psmUUID, service: serviceID)
 /// let server = try await GATTServer.start(on: adapter) {
 ///     Service(serviceID) {
 ///         Characteristic(psmID, properties: [.read, .indicate])
 ///     }
-///     OnRead([psmID]) { _ in psm.bytes }
+///     OnRead([psmID.uuid]) { _ in psm.bytes }
 /// }
-/// try await server.notify(psmID, value: psm.bytes)
+/// try await server.indicate(psmID, value: psm.bytes)
 /// await server.close()
 /// ```
+///
+/// The server's methods name a characteristic by a ``CharacteristicIdentifier``, which names its
+/// service too: two services may hold characteristics of one UUID.
 ///
 /// Handlers are `async` closures that start as soon as BlueZ's request arrives, on the bus
 /// connection's event loop, and run there until they first suspend; a handler that answers without
