@@ -57,7 +57,7 @@ struct SimulatorTests {
                 let a1 = try await central.read(SeedCharacteristic.a1)
                 let count = Int(try await central.read(SeedCharacteristic.b1)[0])
                 let stream = try await central.notifications(of: SeedCharacteristic.b2)
-                for value in 10..<20 { peripheral.notify(SeedCharacteristic.b2.uuid, value: [UInt8(value)]) }
+                for value in 10..<20 { peripheral.notify(SeedCharacteristic.b2, value: [UInt8(value)]) }
                 var received = [a1]
                 for try await value in stream.prefix(count) { received.append(value) }
                 return received
