@@ -9,7 +9,9 @@ package protocol GATTServerBackend: Sendable {
     /// full, never drops.
     ///
     /// - Throws: ``BluetoothError/Code/unsupported`` when `central` is named and the backend
-    ///   cannot send to one central.
+    ///   cannot send to one central; ``BluetoothError/Code/valueTooLong`` when the value is longer
+    ///   than a way to a subscriber carries (the server checks first; a central may subscribe
+    ///   meanwhile), before sending anything: a value is never cut short.
     func send(
         _ value: [UInt8], of characteristic: AttributeID, to central: Central?, indicate: Bool, timeout: Duration
     ) async throws
