@@ -225,16 +225,16 @@ public actor GATTServer {
     /// MTU less the 3-byte header of the ATT PDU, and at most 512 bytes (the longest attribute
     /// value).
     ///
-    /// The simulator knows it for every connected central (see `SimulatedRadio.makeAdapter`). BlueZ
-    /// does not publish a link's MTU to a server; it passes it (the `mtu` option) with each
-    /// request it makes to the server's application: `ReadValue` and `WriteValue` of the
-    /// server's characteristics and descriptors and `AcquireNotify` (the subscription of a
-    /// characteristic that notifies or indicates, but not both), from BlueZ 5.51 on. So on BlueZ
-    /// it is known once the central has read, written or subscribed to one of the server's
-    /// attributes since it connected, and it is the MTU of the latest such request. A central
-    /// subscribed to a characteristic has always been through one of them but for a
-    /// characteristic that both notifies and indicates (subscribed with `StartNotify`, which
-    /// carries no options).
+    /// The simulator knows it for every connected central (see `SimulatedRadio.makeAdapter`).
+    /// BlueZ publishes no link's MTU to a server (`org.bluez.Device1` has no such property); it
+    /// passes it, as the `mtu` option from BlueZ 5.51 on, with each request it makes to the
+    /// server's application: `ReadValue` and `WriteValue` of the server's characteristics and
+    /// descriptors, and `AcquireNotify`, the subscription to a characteristic that notifies and
+    /// does not indicate (from 5.80 also one that indicates and does not notify). So on BlueZ it
+    /// is known once the central has read, written or so subscribed since it connected, and it is
+    /// the MTU of the latest such request. A subscription through `StartNotify` (a characteristic
+    /// that both notifies and indicates, or before 5.80 one that only indicates) carries no
+    /// options and tells nothing.
     ///
     /// - Parameter central: A connected central.
     /// - Returns: The length in bytes, or `nil` when `central` is not connected or its MTU is not
