@@ -8,7 +8,7 @@ import Able
 import AbleSimulator
 
 let echoService: BluetoothUUID = "0C5E8F00-6A1D-4C43-9E4B-3D1A0E6C1A01"
-let psmCharacteristic: BluetoothUUID = "0C5E8F01-6A1D-4C43-9E4B-3D1A0E6C1A01"
+let psmCharacteristic = CharacteristicID("0C5E8F01-6A1D-4C43-9E4B-3D1A0E6C1A01", service: echoService)
 
 let arguments = CommandLine.arguments.dropFirst()
 let radio = arguments.first == "--simulated" ? SimulatedRadio() : nil
@@ -27,7 +27,7 @@ let psm = listener.psm
 print("server: listening on \(psm)")
 let server = try await GATTServer.start(on: serverAdapter) {
     Service(echoService) { Characteristic(psmCharacteristic, properties: [.read, .indicate]) }
-    OnRead(CharacteristicID(psmCharacteristic, service: echoService), answering: .immediately) { _ in psm.bytes }
+    OnRead(psmCharacteristic, answering: .immediately) { _ in psm.bytes }
     OnConnectionStateChange { server, _, isConnected in
         if isConnected { try? await server.indicate(psmCharacteristic, value: psm.bytes) }
     }
@@ -44,7 +44,7 @@ let advertising = try await serverAdapter.startAdvertising(
     Advertisement(localName: "echo", serviceUUIDs: [echoService]))
 let device = try await scan.first(timeout: .seconds(30))
 try await centralAdapter.withConnection(to: device, timeout: .seconds(30)) { peripheral in
-    let bytes = try await peripheral.read(CharacteristicID(psmCharacteristic, service: echoService))
+    let bytes = try await peripheral.read(psmCharacteristic)
     guard let psm = PSM(bytes: bytes) else { fatalError("the PSM characteristic holds \(bytes)") }
     print("central: read \(psm)")
     let channel = try await peripheral.openL2CAPChannel(psm: psm)

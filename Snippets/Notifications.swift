@@ -13,6 +13,7 @@ func beatsPerMinute(_ measurement: [UInt8]) -> Int? {
     return measurement.count > 2 ? Int(measurement[1]) | Int(measurement[2]) << 8 : nil
 }
 
+let measurement = CharacteristicID(.heartRateMeasurement, service: .heartRate)
 let argument = CommandLine.arguments.dropFirst().first
 let adapter: Adapter
 var sensor: (server: GATTServer, advertising: AdvertisingSet)?
@@ -21,10 +22,10 @@ if argument == "--simulated" {
     let radio = SimulatedRadio()
     let sensorAdapter = radio.makeAdapter(name: "sensor")
     let server = try await GATTServer.start(on: sensorAdapter) {
-        Service(.heartRate) { Characteristic(.heartRateMeasurement, properties: .notify) }
+        Service(.heartRate) { Characteristic(measurement, properties: .notify) }
         OnSubscriptionChange { server, _, _, isSubscribed in
             guard isSubscribed else { return }
-            for bpm: UInt8 in 60..<70 { try? await server.notify(.heartRateMeasurement, value: [0, bpm]) }
+            for bpm: UInt8 in 60..<70 { try? await server.notify(measurement, value: [0, bpm]) }
         }
     }
     sensor = (
@@ -38,7 +39,6 @@ if argument == "--simulated" {
 let device = try await adapter.scan(ScanFilter(serviceUUIDs: [.heartRate])).first(timeout: .seconds(10))
 print("found \(device)")
 try await adapter.withConnection(to: device, timeout: .seconds(10)) { peripheral in
-    let measurement = CharacteristicID(.heartRateMeasurement, service: .heartRate)
     for try await value in try await peripheral.notifications(of: measurement).prefix(5) {
         print("heart rate: \(beatsPerMinute(value).map { "\($0) bpm" } ?? "malformed \(value)")")
     }

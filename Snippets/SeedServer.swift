@@ -9,9 +9,8 @@ import Able
 import AbleSimulator
 
 let serviceID: BluetoothUUID = "12E61727-B41A-436F-B64D-4777B35F2294"
-let psmID: BluetoothUUID = "ABDD3056-28FA-441D-A470-55A75A52553A"
-let psmCharacteristic = CharacteristicID(psmID, service: serviceID)
-let psmDescription = DescriptorID(.characteristicUserDescription, characteristic: psmCharacteristic)
+let psmID = CharacteristicID("ABDD3056-28FA-441D-A470-55A75A52553A", service: serviceID)
+let psmDescription = DescriptorID(.characteristicUserDescription, characteristic: psmID)
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 let radio = arguments.first == "--simulated" ? SimulatedRadio() : nil
@@ -32,7 +31,7 @@ let server = try await GATTServer.start(on: adapter) {
             Descriptor(.characteristicUserDescription, permissions: [.readable, .writable], value: Array("PSM".utf8))
         }
     }
-    OnRead(psmCharacteristic) { request in
+    OnRead(psmID) { request in
         print("PSM read by \(request.central.map { "\($0.address)" } ?? "a central")")
         return listener.psm.bytes
     }
@@ -54,7 +53,7 @@ if let radio {
     let central = radio.makeAdapter(name: "central")
     let found = try await central.scan(ScanFilter(serviceUUIDs: [serviceID])).first(timeout: .seconds(5))
     try await central.withConnection(to: found) { peripheral in
-        let psm = try await peripheral.read(CharacteristicID(psmID, service: serviceID))
+        let psm = try await peripheral.read(psmID)
         print("the central read \(PSM(bytes: psm).map { "\($0)" } ?? "\(psm)")")
     }
 } else {

@@ -144,10 +144,10 @@ func runGATTServer(adapter name: String) async throws -> Measurement? {
                     // answer that comes after the first notifications waits past gatt-db's 5-s
                     // limit, and the central gets ATT 0x0E (Unlikely Error).
                     try? await Task.sleep(for: GATTBenchShape.notificationDelay)
+                    let stream = CharacteristicID(GATTBenchShape.stream, service: GATTBenchShape.service)
                     for index in 0..<count {
                         do {
-                            try await server.notify(
-                                GATTBenchShape.stream, value: GATTBenchShape.value(index: index, size: size))
+                            try await server.notify(stream, value: GATTBenchShape.value(index: index, size: size))
                         } catch {
                             printAndFlush("notify \(index) of \(count) failed: \(error)")
                             return

@@ -29,7 +29,7 @@ func runSimulatorCycles(count: Int, warmup: Int) async throws -> Measurement {
             try await peripheral.connect()
             guard try await peripheral.read(location) == [1] else { throw BenchmarkFailure("wrong location") }
             let stream = try await peripheral.notifications(of: measurement)
-            heartRate.notify(measurement.uuid, value: [0, UInt8(truncatingIfNeeded: cycle)])
+            heartRate.notify(measurement, value: [0, UInt8(truncatingIfNeeded: cycle)])
             var received = 0
             for try await _ in stream.prefix(1) { received += 1 }
             guard received == 1 else { throw BenchmarkFailure("no notification") }

@@ -18,6 +18,8 @@ final class BlueZGATTApplication: GATTServerBackend {
     private let socketCharacteristics = Lock<Set<AttributeID>>([])
     /// The serving `bluetoothd`'s version, read when the server opens; `nil` if it did not say.
     private let version = Lock<BlueZVersion?>(nil)
+    /// The definition served, once open: what its requests said of each central's MTU.
+    private let core = Lock<GATTServerCore?>(nil)
 
     init(system: BlueZSystem, adapter: DBusObjectPath) {
         self.system = system
@@ -34,6 +36,7 @@ final class BlueZGATTApplication: GATTServerBackend {
         let connection = system.connection
         let version = system.version(of: adapter)
         self.version.withLock { $0 = version }
+        self.core.withLock { $0 = core }
         notifySockets.recoversSocketsClosedByAnotherCentral.withLock {
             $0 = version?.closesAnotherCentralsNotifySocket == true
         }
@@ -89,7 +92,7 @@ final class BlueZGATTApplication: GATTServerBackend {
             await unexportAll()
             throw error
         }
-        watchCentrals(events)
+        watchCentrals(events, core: core)
     }
 
     private func characteristicInterface(
@@ -117,6 +120,7 @@ final class BlueZGATTApplication: GATTServerBackend {
                     // Before 5.69 the one socket serves every subscriber, whoever asked first.
                     let central = version?.acquiresNotifySocketPerCentral == true ? options.central : nil
                     let mtu = options.mtu ?? 23
+                    core.noteMTU(options.mtu, of: options.central)
                     let descriptor = try notifySockets.acquire(id, central: central, mtu: mtu, events: events)
                     return [.unixFD(descriptor), .uint16(UInt16(clamping: mtu))]
                 })
@@ -295,7 +299,21 @@ final class BlueZGATTApplication: GATTServerBackend {
         }.sorted { $0.address < $1.address }
     }
 
-    private func watchCentrals(_ events: GATTServerEvents) {
+    /// What BlueZ said of the central's MTU with its latest request to this application (the
+    /// `mtu` option of `ReadValue`, `WriteValue` and `AcquireNotify`, sent from BlueZ 5.51 on), while
+    /// it is connected. `Device1` has no MTU property, and `StartNotify` carries no options.
+    func attMTU(of central: Central) -> Int? {
+        // The watcher forgets a central's MTU when its link ends.
+        core.withLock { $0 }?.reportedMTU(of: central)
+    }
+
+    /// The shortest MTU of the sockets that serve every subscriber (before 5.69, `bluetoothd`
+    /// acquires one per characteristic, with the MTU of the central that subscribed first), less 3.
+    func unnamedSubscribersMaximumValueLength(of characteristic: AttributeID) -> Int? {
+        notifySockets.entries(of: characteristic).filter { $0.central == nil }.map(\.socket.maximumValueLength).min()
+    }
+
+    private func watchCentrals(_ events: GATTServerEvents, core: GATTServerCore) {
         let changes = system.tree.changes()
         let adapter = self.adapter
         let system = self.system
@@ -322,6 +340,7 @@ final class BlueZGATTApplication: GATTServerBackend {
                 else { continue }
                 let central = Central(address: address)
                 if !connected {
+                    core.forgetMTU(of: central)
                     // A central whose socket bluetoothd closed by mistake stays subscribed until now.
                     for id in notifySockets.centralLeft(central) { events.subscriptionChanged(central, id, false) }
                 }
@@ -380,10 +399,11 @@ final class BlueZGATTApplication: GATTServerBackend {
                     value, path: path, of: characteristic, confirmations: indicate ? 1 : 0, timeout: timeout)
                 return
             }
+            try Self.checkFit(value, into: entries)
             if indicate {
                 try await self.indicate(value, through: entries, timeout: timeout)
             } else if let entry = entries.first {
-                try? await entry.socket.send(Array(value.prefix(entry.socket.maximumValueLength)))
+                try? await entry.socket.send(value)
             }
             return
         }
@@ -398,7 +418,9 @@ final class BlueZGATTApplication: GATTServerBackend {
             return
         }
         if indicate, socketCharacteristics.withLock({ $0.contains(characteristic) }) {
-            try await self.indicate(value, through: notifySockets.entries(of: characteristic), timeout: timeout)
+            let entries = notifySockets.entries(of: characteristic)
+            try Self.checkFit(value, into: entries)
+            try await self.indicate(value, through: entries, timeout: timeout)
             return
         }
         if !indicate {
@@ -409,9 +431,10 @@ final class BlueZGATTApplication: GATTServerBackend {
                 entries = Array(entries.prefix(1))
             }
             guard entries.isEmpty else {
+                try Self.checkFit(value, into: entries)
                 for entry in entries {
                     // A socket that ended meanwhile belongs to a central that left.
-                    try? await entry.socket.send(Array(value.prefix(entry.socket.maximumValueLength)))
+                    try? await entry.socket.send(value)
                 }
                 return
             }
@@ -422,6 +445,22 @@ final class BlueZGATTApplication: GATTServerBackend {
         }
         try await sendThroughPropertiesChanged(
             value, path: path, of: characteristic, confirmations: 1, timeout: timeout)
+    }
+
+    /// Refuses a value longer than any of the sockets carries (its ATT MTU less 3, as
+    /// `bluetoothd` said when it acquired it), before anything is written into one: `bluetoothd`
+    /// would cut it short. The server checks the centrals it knows first; this catches a socket
+    /// that serves every subscriber (before 5.69) and a central that subscribed meanwhile.
+    static func checkFit(_ value: [UInt8], into entries: [BlueZServerNotifySockets.Entry]) throws {
+        let misfits = entries.filter { value.count > $0.socket.maximumValueLength }
+        guard !misfits.isEmpty else { return }
+        let names = misfits.map { entry in
+            "\(entry.central.map { "\($0)" } ?? "every subscriber") can receive \(entry.socket.maximumValueLength)"
+        }
+        throw BluetoothError(
+            .valueTooLong,
+            message: "cannot send \(value.count) bytes: " + names.joined(separator: ", ")
+                + " (ATT MTU less 3); nothing was sent")
     }
 
     /// Emits `PropertiesChanged(Value)`, which `bluetoothd` notifies or indicates to every
@@ -459,7 +498,7 @@ final class BlueZGATTApplication: GATTServerBackend {
             let waiter = ConfirmationWaiter()
             entry.confirmations.append(waiter)
             do {
-                try await entry.socket.send(Array(value.prefix(entry.socket.maximumValueLength)))
+                try await entry.socket.send(value)
                 waiting.append((entry.central, waiter, entry.confirmations))
             } catch {
                 // The socket ended meanwhile: that central left before the value went out.

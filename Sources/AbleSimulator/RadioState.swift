@@ -65,6 +65,16 @@ struct RadioState {
     /// Connects waiting for their central's adapter to go (``SimulatedRadio/sleep(until:whileAdapterPresent:)``).
     var adapterWaits: [UInt64: AdapterWait] = [:]
 
+    /// The ATT MTU of a link: the smaller of what the central's adapter offers and what the
+    /// peripheral offers, as an MTU exchange settles it (a central that offers nothing takes the
+    /// peripheral's).
+    func linkMTU(central: BluetoothAddress, peripheral: BluetoothAddress) -> Int {
+        min(devices[peripheral]?.mtu ?? 23, adapters[central]?.mtu ?? .max)
+    }
+
+    /// The ATT MTU a simulated adapter offers as a peripheral: its own, or 23 (the ATT minimum).
+    func serverMTU(of adapter: BluetoothAddress) -> Int { adapters[adapter]?.mtu ?? 23 }
+
     mutating func makeID() -> UInt64 {
         nextID += 1
         return nextID
@@ -87,6 +97,9 @@ struct SimulatedAdapterState {
     var supportsPassiveScanning = false
     /// The standing agent that answers pairing on this adapter (``Adapter/setPairingAgent(_:)``).
     var pairingAgent: PairingAgent?
+    /// The ATT MTU the adapter offers in an MTU exchange (``SimulatedRadio/makeAdapter(name:address:mtu:)``);
+    /// `nil` for the simulator's defaults.
+    var mtu: Int?
 
     func publicState(discovering: Bool) -> Adapter.State {
         Adapter.State(

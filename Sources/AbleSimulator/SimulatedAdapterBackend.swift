@@ -106,7 +106,8 @@ struct SimulatedAdapterBackend: AdapterBackend {
         let id = try radio.state.withLock { state in
             try advertisement.validate(against: state.advertisingCapabilities(of: address))
             if state.devices[address] == nil {
-                state.devices[address] = SimulatedDevice(address: address, advertisement: nil, rssi: -40, mtu: 23)
+                state.devices[address] = SimulatedDevice(
+                    address: address, advertisement: nil, rssi: -40, mtu: state.serverMTU(of: address))
             }
             let id = state.makeID()
             state.adapters[address]?.advertisingSets.append((id, advertisement))

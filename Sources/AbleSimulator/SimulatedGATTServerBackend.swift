@@ -11,7 +11,8 @@ struct SimulatedGATTServerBackend: GATTServerBackend {
     func open(_ core: GATTServerCore, events: GATTServerEvents) async throws {
         radio.state.withLock { state in
             if state.devices[address] == nil {
-                state.devices[address] = SimulatedDevice(address: address, advertisement: nil, rssi: -40, mtu: 23)
+                state.devices[address] = SimulatedDevice(
+                    address: address, advertisement: nil, rssi: -40, mtu: state.serverMTU(of: address))
             }
         }
         radio.replaceDatabase(of: address, with: core, events: .some(events))
@@ -34,6 +35,15 @@ struct SimulatedGATTServerBackend: GATTServerBackend {
 
     func sleep(for duration: Duration) async throws {
         try await radio.clock.sleep(for: duration)
+    }
+
+    /// The MTU of the central's link to this adapter, as its ``SimulatedPeripheralBackend`` sees it.
+    func attMTU(of central: Central) -> Int? {
+        radio.state.withLock { state in
+            guard state.connections.contains(RadioState.Connection(central: central.address, peripheral: address))
+            else { return nil }
+            return state.linkMTU(central: central.address, peripheral: address)
+        }
     }
 
     var connectedCentrals: [Central] {

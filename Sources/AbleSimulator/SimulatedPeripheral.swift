@@ -92,12 +92,18 @@ public final class SimulatedPeripheral: Sendable {
     }
 
     /// Notifies a characteristic's subscribers of a new value, as the peripheral's firmware would.
-    public func notify(_ uuid: BluetoothUUID, value: [UInt8]) {
-        guard let core = radio.state.withLock({ $0.devices[address]?.core }) else { return }
-        for id in core.characteristics(uuid) {
-            core.store(value, for: id)
-            radio.deliver(value, from: address, attribute: id)
-        }
+    ///
+    /// The value is delivered whole, whatever the link's MTU: keep it within the ATT MTU less 3
+    /// bytes, as firmware must. Nothing happens when the peripheral has no such characteristic.
+    /// - Parameters:
+    ///   - identifier: The characteristic, with its service.
+    ///   - value: The new value.
+    public func notify(_ identifier: some CharacteristicIdentifier, value: [UInt8]) {
+        guard let core = radio.state.withLock({ $0.devices[address]?.core }),
+            let id = core.characteristic(identifier.uuid, service: identifier.service.uuid)
+        else { return }
+        core.store(value, for: id)
+        radio.deliver(value, from: address, attribute: id)
     }
 
     /// Drops every connection to the peripheral, as when it goes out of range for a moment; it

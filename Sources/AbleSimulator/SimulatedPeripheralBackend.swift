@@ -322,7 +322,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             >= SimulatedLinkSecurity(requiredBy: permissions, for: .write)
     }
 
-    var mtu: Int { radio.state.withLock { $0.devices[address]?.mtu ?? 23 } }
+    var mtu: Int { radio.state.withLock { $0.linkMTU(central: central, peripheral: address) } }
 
     func mtu(of characteristic: GATTCharacteristic) -> Int? { mtu }
 

@@ -18,7 +18,7 @@ extension SimulatedRadio {
     ///   - capabilities: What the adapter offers; ``/Able/AdvertisingCapabilities/availableInstances``
     ///     counts every instance of the adapter (those its running sets use are subtracted), and
     ///     ``/Able/AdvertisingCapabilities/activeInstances`` is ignored.
-    ///   - adapter: The simulated adapter, from ``makeAdapter(name:address:)``.
+    ///   - adapter: The simulated adapter, from ``makeAdapter(name:address:mtu:)``.
     public func setAdvertisingCapabilities(_ capabilities: AdvertisingCapabilities, of adapter: Adapter) {
         state.withLock { state in
             for (address, simulated) in state.adapters where simulated.name == adapter.name {

@@ -20,7 +20,7 @@ extension SimulatedRadio {
     }
 
     /// The radio's adapters appearing and disappearing: `.added` for every adapter now, then
-    /// ``makeAdapter(name:address:)`` and ``removeAdapter(named:)`` as they happen; what
+    /// ``makeAdapter(name:address:mtu:)`` and ``removeAdapter(named:)`` as they happen; what
     /// ``/Able/Adapter/events()`` gives on a real system, with the same buffering (every event
     /// kept until consumed).
     public func adapterEvents() -> AsyncStream<AdapterEvent> {
@@ -29,7 +29,7 @@ extension SimulatedRadio {
 
     /// Removes an adapter, as unplugging it does: its connections drop, its scans and notification
     /// streams end with ``/Able/BluetoothError/Code/adapterRemoved``, its state becomes absent and
-    /// its operations fail until ``makeAdapter(name:address:)`` adds one of that name again (which
+    /// its operations fail until ``makeAdapter(name:address:mtu:)`` adds one of that name again (which
     /// gets the same address back, and makes the ``/Able/Adapter`` values kept for it work again).
     ///
     /// - Parameter name: The adapter's name, such as `hci1`.

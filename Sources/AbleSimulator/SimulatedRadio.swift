@@ -77,7 +77,14 @@ public final class SimulatedRadio: Sendable {
     /// - Parameters:
     ///   - name: Its name, such as `hci0`.
     ///   - address: Its address; by default one derived from the adapter's number on this radio.
-    public func makeAdapter(name: String? = nil, address: BluetoothAddress? = nil) -> Adapter {
+    ///   - mtu: The ATT MTU the adapter offers in the MTU exchange of its links, 23 to 517 (BlueZ
+    ///     offers 517). A link's MTU is the smaller of its two ends' offers: a central's
+    ///     ``/Able/Peripheral/mtu(of:)`` and a GATT server's ``/Able/GATTServer/maximumValueLength(for:)``
+    ///     follow from it. By default (`nil`) the adapter takes a peripheral's offer as a central,
+    ///     and offers 23 (the ATT minimum) as a GATT server.
+    /// - Returns: The adapter.
+    public func makeAdapter(name: String? = nil, address: BluetoothAddress? = nil, mtu: Int? = nil) -> Adapter {
+        if let mtu { precondition((23...517).contains(mtu), "an ATT MTU of \(mtu) is outside 23–517") }
         let (name, address) = state.withLock { state in
             state.adapterCount += 1
             let number = state.adapterCount
@@ -86,6 +93,7 @@ public final class SimulatedRadio: Sendable {
                 address ?? state.removedAdapters.removeValue(forKey: resolvedName)
                 ?? BluetoothAddress(bytes: [0x5A, 0, 0, 0, UInt8(number >> 8), UInt8(number & 0xFF)])!
             state.adapters[resolvedAddress] = SimulatedAdapterState(name: resolvedName, address: resolvedAddress)
+            state.adapters[resolvedAddress]?.mtu = mtu
             return (resolvedName, resolvedAddress)
         }
         adapterAdded(address)

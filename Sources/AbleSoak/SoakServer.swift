@@ -115,9 +115,13 @@ struct SoakServer: Sendable {
             } catch {
                 return
             }
-            guard let server = current.withLock({ $0 }), await server.isSubscribed(Self.counter) else { continue }
+            guard let server = current.withLock({ $0 }),
+                await server.isSubscribed(CharacteristicID(Self.counter, service: Self.service))
+            else { continue }
             // Counted only once sent, so that a value that failed leaves no hole in the numbering.
-            if (try? await server.notify(Self.counter, value: (sent + 1).littleEndianBytes)) != nil {
+            if (try? await server.notify(
+                CharacteristicID(Self.counter, service: Self.service), value: (sent + 1).littleEndianBytes)) != nil
+            {
                 sent += 1
             }
         }

@@ -67,7 +67,10 @@ struct NotifyReconnectCommandTests {
                 OnSubscriptionChange { server, _, _, isSubscribed in
                     guard isSubscribed else { return }
                     let round = subscriptions.increment()
-                    for index in 1...3 { try? await server.notify(Self.counter, value: [UInt8(round * 10 + index)]) }
+                    for index in 1...3 {
+                        try? await server.notify(
+                            CharacteristicID(Self.counter, service: Self.service), value: [UInt8(round * 10 + index)])
+                    }
                     if round == 1 { radio.peripheral(peripheralAddress).disconnectAll(reason: .peerDisconnected) }
                 }
             }

@@ -46,7 +46,9 @@ struct SimulatedCommandTests {
             }
             OnSubscriptionChange { server, _, uuid, isSubscribed in
                 guard isSubscribed, uuid == Self.counter else { return }
-                for index: UInt8 in 1...3 { try? await server.notify(Self.counter, value: [index]) }
+                for index: UInt8 in 1...3 {
+                    try? await server.notify(CharacteristicID(Self.counter, service: Self.service), value: [index])
+                }
             }
         }
         let advertising = try await peripheral.startAdvertising(
@@ -170,7 +172,8 @@ struct SimulatedCommandTests {
                 #expect(
                     written.json.first?.contains(#""value":{"hex":"68656c6c6f","text":"hello"},"withResponse":true"#)
                         == true)
-                #expect(await server.value(of: Self.text) == Array("hello".utf8))
+                #expect(
+                    await server.value(of: CharacteristicID(Self.text, service: Self.service)) == Array("hello".utf8))
                 let read = await able(["read", peripheralAddress, "\(Self.text)"])
                 #expect(read.status == 0, "\(read.errors)")
                 #expect(
@@ -229,7 +232,7 @@ struct SimulatedCommandTests {
                             #"{"event":"notification","index":2,"characteristic":"C","value":{"hex":"02","text":null}}"#,
                             #"{"event":"end","count":2}"#,
                         ])
-                #expect(await server.isSubscribed(Self.counter) == false)
+                #expect(await server.isSubscribed(CharacteristicID(Self.counter, service: Self.service)) == false)
             }
             #expect(radio.openResources.isEmpty)
         }

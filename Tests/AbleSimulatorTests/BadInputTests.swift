@@ -133,7 +133,7 @@ struct BadInputTests {
                 Service(SeedService.b) { Characteristic(SeedCharacteristic.b2, properties: [.read, .notify]) }
             }
             defer { Task { await server.close() } }
-            try await server.setValue(oversize, of: SeedCharacteristic.b2.uuid)
+            try await server.setValue(oversize, of: SeedCharacteristic.b2)
         },
         Refusal("a notification of 513 bytes", .valueTooLong) { adapter, _ in
             let server = try await GATTServer.start(on: adapter) {

@@ -151,7 +151,7 @@ struct FaultInjectionTests {
             try await device.connect()
             let stream = try await device.notifications(of: SensorCharacteristic.measurement)
             peripheral.dropNotifications(2)
-            for value in 1...5 { peripheral.notify(SensorCharacteristic.measurement.uuid, value: [0, UInt8(value)]) }
+            for value in 1...5 { peripheral.notify(SensorCharacteristic.measurement, value: [0, UInt8(value)]) }
             var received: [[UInt8]] = []
             for try await value in stream.prefix(3) { received.append(value) }
             #expect(received == [[0, 3], [0, 4], [0, 5]])
@@ -166,8 +166,8 @@ struct FaultInjectionTests {
             let stream = try await device.notifications(of: SensorCharacteristic.measurement)
             peripheral.delayNotifications(by: .milliseconds(750))
             let sent = radio.clock.now
-            peripheral.notify(SensorCharacteristic.measurement.uuid, value: [0, 60])
-            peripheral.notify(SensorCharacteristic.measurement.uuid, value: [0, 61])
+            peripheral.notify(SensorCharacteristic.measurement, value: [0, 60])
+            peripheral.notify(SensorCharacteristic.measurement, value: [0, 61])
             var received: [[UInt8]] = []
             for try await value in stream.prefix(2) { received.append(value) }
             #expect(received == [[0, 60], [0, 61]])

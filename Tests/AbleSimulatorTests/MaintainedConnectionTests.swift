@@ -144,14 +144,14 @@ struct MaintainedConnectionTests {
                     events.append(event.description)
                     switch events.count {
                     case 1:
-                        peripheral.notify(SensorCharacteristic.measurement.uuid, value: [1])
+                        peripheral.notify(SensorCharacteristic.measurement, value: [1])
                     case 2:
                         peripheral.goOutOfRange()
-                        peripheral.notify(SensorCharacteristic.measurement.uuid, value: [2])  // lost: no link
+                        peripheral.notify(SensorCharacteristic.measurement, value: [2])  // lost: no link
                         try await radio.clock.sleep(for: .seconds(3))
                         peripheral.comeBackInRange()
                     case 4:
-                        peripheral.notify(SensorCharacteristic.measurement.uuid, value: [3])
+                        peripheral.notify(SensorCharacteristic.measurement, value: [3])
                     default:
                         break
                     }

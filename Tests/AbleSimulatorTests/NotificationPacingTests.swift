@@ -8,7 +8,8 @@ import Testing
 @Suite(.timeLimit(.minutes(1)))
 struct NotificationPacingTests {
     let service = BluetoothUUID("8e2d0001-0000-4000-8000-00000000a61e")
-    let level = BluetoothUUID("8e2d0002-0000-4000-8000-00000000a61e")
+    let levelUUID = BluetoothUUID("8e2d0002-0000-4000-8000-00000000a61e")
+    var level: CharacteristicID { CharacteristicID(levelUUID, service: service) }
 
     /// Connects each central adapter to the server's adapter and subscribes it to `level`.
     func subscribe(
@@ -22,7 +23,7 @@ struct NotificationPacingTests {
             let peripheral = central.peripheral(for: discovery)
             try await peripheral.connect()
             result.append(
-                (peripheral, try await peripheral.notifications(of: CharacteristicID(level, service: service))))
+                (peripheral, try await peripheral.notifications(of: level)))
         }
         await advertising.stop()
         return result

@@ -188,7 +188,7 @@ struct PairingAgentTests {
             try await connected { peripheral, gattServer in
                 try await peripheral.write([9], to: encryptedID, type: .withoutResponse)
                 try await radio.clock.sleep(for: .seconds(1))
-                #expect(await gattServer.value(of: encrypted) == [1])
+                #expect(await gattServer.value(of: encryptedID) == [1])
                 #expect(log.all == [], "a Write Command starts no pairing")
                 #expect(await !peripheral.isPaired)
             }

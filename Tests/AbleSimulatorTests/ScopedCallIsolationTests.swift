@@ -38,7 +38,7 @@ struct ScopedCallIsolationTests {
             return try await adapter.withGATTServer(definition) { server in
                 self.assertIsolated()
                 self.server = server
-                let value = await server.value(of: SeedCharacteristic.a1.uuid)
+                let value = await server.value(of: SeedCharacteristic.a1)
                 let notes = Notes()
                 notes.values.append(value ?? [])
                 return notes

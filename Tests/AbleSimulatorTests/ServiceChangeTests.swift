@@ -94,7 +94,7 @@ struct ServiceChangeTests {
                 let first = try await measurements.next()
                 #expect(first == .enabled)
                 #expect(try await others.next() == .enabled)
-                peripheral.notify(SensorCharacteristic.measurement.uuid, value: [1])
+                peripheral.notify(SensorCharacteristic.measurement, value: [1])
                 let one = try await measurements.next()
                 #expect(one == .value([1]))
 
@@ -113,7 +113,7 @@ struct ServiceChangeTests {
                             reason: BluetoothError(.attributeRemoved, message: "\(Self.address) changed its services")))
                 let again = try await measurements.next()
                 #expect(again == .enabled)
-                peripheral.notify(SensorCharacteristic.measurement.uuid, value: [2])
+                peripheral.notify(SensorCharacteristic.measurement, value: [2])
                 let two = try await measurements.next()
                 #expect(two == .value([2]))
                 let otherGap = try await others.next()

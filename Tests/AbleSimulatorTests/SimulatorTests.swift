@@ -60,7 +60,7 @@ struct SimulatorTests {
                 let a1 = try await central.read(SeedCharacteristic.a1)
                 let count = Int(try await central.read(SeedCharacteristic.b1)[0])
                 let stream = try await central.notifications(of: SeedCharacteristic.b2)
-                for value in 10..<20 { peripheral.notify(SeedCharacteristic.b2.uuid, value: [UInt8(value)]) }
+                for value in 10..<20 { peripheral.notify(SeedCharacteristic.b2, value: [UInt8(value)]) }
                 var received = [a1]
                 for try await value in stream.prefix(count) { received.append(value) }
                 return received
@@ -90,7 +90,7 @@ struct SimulatorTests {
             try await peripheral.connect()
             #expect(try await peripheral.read(SeedCharacteristic.a1) == [0x80, 0x00])
             let notifications = try await peripheral.notifications(of: SeedCharacteristic.a1)
-            #expect(await server.isSubscribed(SeedCharacteristic.a1.uuid))
+            #expect(await server.isSubscribed(SeedCharacteristic.a1))
             try await server.notify(SeedCharacteristic.a1, value: [0x81, 0x00])
             for try await value in notifications.prefix(1) { #expect(value == [0x81, 0x00]) }
             try await peripheral.disconnect()

@@ -60,7 +60,7 @@ struct StreamCancellationTests {
             try await device.connect()
             let stream = try await device.notifications(of: SeedCharacteristic.b2)
             let outcome = try await cancelAfterFirst(stream, on: radio) {
-                peripheral.notify(SeedCharacteristic.b2.uuid, value: [1])
+                peripheral.notify(SeedCharacteristic.b2, value: [1])
             }
             #expect(outcome.first == [1])
             #expect(outcome.afterCancellation == nil)

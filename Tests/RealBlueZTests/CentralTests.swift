@@ -48,11 +48,11 @@ extension RealBlueZ {
                     // The stored value, a write with response, and one without.
                     #expect(try await peripheral.read(storedID) == [1, 2, 3])
                     try await peripheral.write([4, 5], to: storedID, type: .withResponse)
-                    #expect(await server.value(of: uuids.stored) == [4, 5])
+                    #expect(await server.value(of: CharacteristicID(uuids.stored, service: uuids.service)) == [4, 5])
                     #expect(try await peripheral.read(storedID) == [4, 5])
                     try await peripheral.write([6, 7, 8], to: storedID, type: .withoutResponse)
                     try await eventually("the write without response to reach the server") {
-                        await server.value(of: uuids.stored) == [6, 7, 8]
+                        await server.value(of: CharacteristicID(uuids.stored, service: uuids.service)) == [6, 7, 8]
                     }
                     #expect(try await peripheral.read(storedID) == [6, 7, 8])
 

@@ -19,7 +19,9 @@ extension RealBlueZ {
             }
             OnSubscriptionChange { server, _, uuid, isSubscribed in
                 guard isSubscribed, uuid == counter else { return }
-                for index: UInt8 in 1...3 { try? await server.notify(counter, value: [index]) }
+                for index: UInt8 in 1...3 {
+                    try? await server.notify(CharacteristicID(counter, service: service), value: [index])
+                }
             }
         }
 
@@ -82,7 +84,9 @@ extension RealBlueZ {
                                 "--json",
                             ]))
                         #expect(written == 0, "\(writeLines)")
-                        #expect(await server.value(of: Self.text) == Array("hello".utf8))
+                        #expect(
+                            await server.value(of: CharacteristicID(Self.text, service: Self.service))
+                                == Array("hello".utf8))
 
                         let (info, infoLines) = try await finish(
                             able(["info", address, "--read", "--adapter", Guest.central, "--json"]))
@@ -109,7 +113,9 @@ extension RealBlueZ {
                             notifyLines.filter { $0.hasPrefix(#"{"event":"notification""#) }.count == 3,
                             "\(notifyLines)")
                         #expect(notifyLines.last == #"{"event":"end","count":3}"#)
-                        try await eventually("the subscription to stop") { await !server.isSubscribed(Self.counter) }
+                        try await eventually("the subscription to stop") {
+                            await !server.isSubscribed(CharacteristicID(Self.counter, service: Self.service))
+                        }
                         try await eventually("hci0 to drop the link") {
                             await rig.bluezDevice("Connected", of: rig.peripheralOnCentral, as: Bool.self) != true
                         }
@@ -211,7 +217,7 @@ extension RealBlueZ {
                         ])
                         try await withCleanup {
                             try await eventually("able notify to subscribe", timeout: .seconds(60)) {
-                                await server.isSubscribed(Self.counter)
+                                await server.isSubscribed(CharacteristicID(Self.counter, service: Self.service))
                             }
                             try await eventually("the three values to be printed") {
                                 child.output.contains("3: 03")
@@ -220,7 +226,7 @@ extension RealBlueZ {
                             let (status, lines) = try await finish(child, timeout: .seconds(30))
                             #expect(status == 130, "\(lines)")
                             try await eventually("the subscription to stop") {
-                                await !server.isSubscribed(Self.counter)
+                                await !server.isSubscribed(CharacteristicID(Self.counter, service: Self.service))
                             }
                             try await eventually("hci0 to drop the link") {
                                 await rig.bluezDevice("Connected", of: rig.peripheralOnCentral, as: Bool.self) != true

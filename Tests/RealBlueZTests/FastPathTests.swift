@@ -134,7 +134,7 @@ extension RealBlueZ {
                     let path = try await Self.characteristicObject(counter.uuid, rig: rig)
                     #expect(await Self.flag("NotifyAcquired", of: path, rig: rig) == true)
                     try await eventually("the server to see the subscription") {
-                        await server.isSubscribed(counter.uuid)
+                        await server.isSubscribed(counter)
                     }
                     let consumer = Task {
                         var received: [[UInt8]] = []
@@ -154,7 +154,7 @@ extension RealBlueZ {
                     #expect(Set(numbers).count == count)
                     #expect(numbers.allSatisfy { (0..<(count + 2)).contains($0) })
                     if count <= 5 { #expect(numbers == Array(0..<count)) }
-                    try await eventually("the subscription to stop") { await !server.isSubscribed(counter.uuid) }
+                    try await eventually("the subscription to stop") { await !server.isSubscribed(counter) }
                     #expect(await Self.flag("NotifyAcquired", of: path, rig: rig) != true)
                     #expect(await peripheral.isConnected)
                 }
@@ -196,7 +196,7 @@ extension RealBlueZ {
                     // they are a long write (Prepare Write Requests, then Execute).
                     let value = (0..<512).map { UInt8($0 & 0xFF) }
                     try await peripheral.write(value, to: record, type: .reliable)
-                    #expect(await server.value(of: record.uuid) == value)
+                    #expect(await server.value(of: record) == value)
                     #expect(try await peripheral.read(record) == value)
                     let pieces = writes.all
                     #expect(pieces.first.map { ($0.offset, $0.isPrepared) } ?? (-1, false) == (0, true))
@@ -215,7 +215,7 @@ extension RealBlueZ {
                 try await rig.withConnectedServer(definition, advertising: [service]) { server, peripheral in
                     let value = Array(repeating: UInt8(0x3C), count: 300)
                     try await peripheral.write(value, to: record, type: .reliable)
-                    #expect(await server.value(of: record.uuid) == value)
+                    #expect(await server.value(of: record) == value)
                     let reliable = writes.all
                     #expect(reliable.first.map { ($0.offset, $0.isPrepared) } ?? (-1, false) == (0, true))
                     #expect(reliable.filter { !$0.isPrepared }.map(\.count).reduce(0, +) == 300)

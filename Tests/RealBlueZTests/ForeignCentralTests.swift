@@ -81,16 +81,21 @@ extension RealBlueZ {
                         #expect(writes.all.map(\.value) == [[0x01, 0x02]])
                         #expect(reads.all.first?.central?.address == rig.centralAddress)
                         #expect(writes.all.first?.central?.address == rig.centralAddress)
-                        #expect(await server.value(of: uuids.handled) == [], "the handler said it keeps the value")
+                        #expect(
+                            await server.value(of: CharacteristicID(uuids.handled, service: uuids.service)) == [],
+                            "the handler said it keeps the value")
 
                         // The stored value, written with and without response.
                         #expect(try await central.send(.read(uuids.stored)).value == "010203")
                         #expect(try await central.send(.read(uuids.stored, offset: 1)).value == "0203")
                         try await central.send(.write(uuids.stored, [0x04, 0x05]))
-                        #expect(await server.value(of: uuids.stored) == [0x04, 0x05])
+                        #expect(
+                            await server.value(of: CharacteristicID(uuids.stored, service: uuids.service)) == [
+                                0x04, 0x05,
+                            ])
                         try await central.send(.write(uuids.stored, [0x06], type: "command"))
                         try await eventually("the write without response to reach the server") {
-                            await server.value(of: uuids.stored) == [0x06]
+                            await server.value(of: CharacteristicID(uuids.stored, service: uuids.service)) == [0x06]
                         }
                         #expect(try await central.send(.read(uuids.stored)).value == "06")
 
@@ -120,25 +125,32 @@ extension RealBlueZ {
                         // Notifications: exactly what the server sent, in order.
                         try await central.send(.subscribe(uuids.notifier))
                         try await eventually("the server to see the subscription") {
-                            await server.isSubscribed(uuids.notifier)
+                            await server.isSubscribed(CharacteristicID(uuids.notifier, service: uuids.service))
                         }
-                        for value: UInt8 in 1...3 { try await server.notify(uuids.notifier, value: [value]) }
+                        for value: UInt8 in 1...3 {
+                            try await server.notify(
+                                CharacteristicID(uuids.notifier, service: uuids.service), value: [value])
+                        }
                         let notified = try await central.send(.take(uuids.notifier, count: 3))
                         #expect(notified.values == ["01", "02", "03"])
 
                         // An indication returns once the central's BlueZ confirmed it.
                         try await central.send(.subscribe(uuids.indicator))
                         try await eventually("the server to see the indication subscription") {
-                            await server.isSubscribed(uuids.indicator)
+                            await server.isSubscribed(CharacteristicID(uuids.indicator, service: uuids.service))
                         }
-                        try await server.indicate(uuids.indicator, value: [0x0A], timeout: .seconds(10))
+                        try await server.indicate(
+                            CharacteristicID(uuids.indicator, service: uuids.service), value: [0x0A],
+                            timeout: .seconds(10))
                         #expect(try await central.send(.take(uuids.indicator, count: 1)).values == ["0a"])
 
                         try await central.send(.unsubscribe(uuids.notifier))
                         try await central.send(.unsubscribe(uuids.indicator))
                         try await eventually("the server to see both subscriptions end") {
-                            let notifier = await server.isSubscribed(uuids.notifier)
-                            let indicator = await server.isSubscribed(uuids.indicator)
+                            let notifier = await server.isSubscribed(
+                                CharacteristicID(uuids.notifier, service: uuids.service))
+                            let indicator = await server.isSubscribed(
+                                CharacteristicID(uuids.indicator, service: uuids.service))
                             return !notifier && !indicator
                         }
                         #expect(
@@ -231,7 +243,10 @@ extension RealBlueZ {
                                 "\(call.method) on \(call.path): \(call.error ?? "answered") \(call.message ?? "")")
                         }
                         #expect(reads.all.count == 4 && writes.all.count == 2, "a refused call reached a handler")
-                        #expect(await server.value(of: uuids.characteristic) == [0x11])
+                        #expect(
+                            await server.value(of: CharacteristicID(uuids.characteristic, service: uuids.service)) == [
+                                0x11
+                            ])
 
                         // Closed, the server exports nothing any more.
                         await server.close()
@@ -250,7 +265,9 @@ extension RealBlueZ {
                     try await rig.serving(definition) { reopened in
                         try await rig.findAndConnect(central, advertising: uuids.service)
                         #expect(try await central.send(.read(uuids.characteristic)).value == "a001")
-                        #expect(await reopened.value(of: uuids.characteristic) == [0x01])
+                        #expect(
+                            await reopened.value(of: CharacteristicID(uuids.characteristic, service: uuids.service))
+                                == [0x01])
                         try await central.send(.op("disconnect"))
                     }
                 }

@@ -316,7 +316,8 @@ extension RealBlueZ {
                         connected.append(central.address)
                         // No central has subscribed yet when it connects: the indication may find
                         // no one to confirm it, hence the short timeout.
-                        try? await server.indicate(uuids.psm, value: psm.bytes, timeout: .seconds(2))
+                        try? await server.indicate(
+                            CharacteristicID(uuids.psm, service: uuids.service), value: psm.bytes, timeout: .seconds(2))
                     }
                 }
                 let echo = Task {

@@ -42,7 +42,7 @@ extension RealBlueZ {
                             }
                             #expect(values == [[1], [2], [3]])
                             try await eventually("the server to see B2's subscription stop") {
-                                await !server.isSubscribed(SeedCharacteristic.b2.uuid)
+                                await !server.isSubscribed(SeedCharacteristic.b2)
                             }
                             #expect(await peripheral.isConnected)
                         }
@@ -82,7 +82,7 @@ extension RealBlueZ {
                     #expect(lines.filter { $0.hasPrefix("B2 notified") } == (1...3).map { "B2 notified [\($0)]" })
                     #expect(lines.last == "took 3 notifications; the subscription ended with the loop", "\(output)")
                     try await eventually("the server to see B2's subscription stop") {
-                        await !server.isSubscribed(SeedCharacteristic.b2.uuid)
+                        await !server.isSubscribed(SeedCharacteristic.b2)
                     }
                 }
             }

@@ -38,11 +38,11 @@ extension RealBlueZ {
                 }
                 if Self.namesSubscribers {
                     #expect(
-                        Set(await server.subscribers(of: uuids[1]).map(\.address))
+                        Set(await server.subscribers(of: CharacteristicID(uuids[1], service: uuids[0])).map(\.address))
                             == [rig.centralAddress, secondAddress])
                     #expect(Set(subscriptions.all) == ["\(rig.centralAddress) true", "\(secondAddress) true"])
                 } else {
-                    #expect(await server.subscribers(of: uuids[1]) == [])
+                    #expect(await server.subscribers(of: CharacteristicID(uuids[1], service: uuids[0])) == [])
                     #expect(subscriptions.all == ["? true"])
                 }
                 let count = 100
@@ -51,7 +51,9 @@ extension RealBlueZ {
                     Task { for try await value in stream { recorder.append(value.first ?? 0) } }
                 }
                 defer { for consumer in consumers { consumer.cancel() } }
-                for value in 1...count { try await server.notify(uuids[1], value: [UInt8(value)]) }
+                for value in 1...count {
+                    try await server.notify(CharacteristicID(uuids[1], service: uuids[0]), value: [UInt8(value)])
+                }
                 try await eventually("both centrals to receive \(count) values", timeout: .seconds(60)) {
                     values.allSatisfy { $0.all.count >= count }
                 }
@@ -66,21 +68,30 @@ extension RealBlueZ {
                 }
                 if Self.namesSubscribers {
                     try await eventually("hci2 to be no subscriber") {
-                        await server.subscribers(of: uuids[1]).map(\.address) == [rig.centralAddress]
+                        await server.subscribers(of: CharacteristicID(uuids[1], service: uuids[0])).map(\.address) == [
+                            rig.centralAddress
+                        ]
                     }
                     // Longer than the BlueZ backend takes to tell bluetoothd's mistake from a departure.
                     #expect(
                         try await staysFalse(for: .seconds(5)) {
                             subscriptions.all.contains("\(rig.centralAddress) false")
                         }, "\(subscriptions.all)")
-                    #expect(await server.subscribers(of: uuids[1]).map(\.address) == [rig.centralAddress])
+                    #expect(
+                        await server.subscribers(of: CharacteristicID(uuids[1], service: uuids[0])).map(\.address) == [
+                            rig.centralAddress
+                        ])
                 }
-                for value in 101...105 { try await server.notify(uuids[1], value: [UInt8(value)]) }
+                for value in 101...105 {
+                    try await server.notify(CharacteristicID(uuids[1], service: uuids[0]), value: [UInt8(value)])
+                }
                 try await eventually("hci0 to receive 5 more values", timeout: .seconds(30)) {
                     values[0].all.count >= count + 5
                 }
                 if Self.notifiesOneCentral {
-                    try await server.notify(uuids[1], value: [106], to: Able.Central(address: rig.centralAddress))
+                    try await server.notify(
+                        CharacteristicID(uuids[1], service: uuids[0]), value: [106],
+                        to: Able.Central(address: rig.centralAddress))
                     try await eventually("hci0 to receive the value sent to it", timeout: .seconds(30)) {
                         values[0].all.count >= count + 6
                     }
@@ -108,14 +119,15 @@ extension RealBlueZ {
                 let firstStream = try await first.notifications(of: level)
                 let secondStream = try await second.notifications(of: level)
                 try await eventually("the server to name both subscribers") {
-                    await server.subscribers(of: uuids[1]).count == 2
+                    await server.subscribers(of: CharacteristicID(uuids[1], service: uuids[0])).count == 2
                 }
                 let secondValues = Recorder<[UInt8]>()
                 let secondConsumer = Task { for try await value in secondStream { secondValues.append(value) } }
                 defer { secondConsumer.cancel() }
                 for value in 1...5 {
                     try await server.notify(
-                        uuids[1], value: [UInt8(value)], to: Able.Central(address: rig.centralAddress))
+                        CharacteristicID(uuids[1], service: uuids[0]), value: [UInt8(value)],
+                        to: Able.Central(address: rig.centralAddress))
                 }
                 let received = try await withDeadline(.seconds(30), waitingFor: "5 notifications on hci0") {
                     var values: [[UInt8]] = []
@@ -125,7 +137,9 @@ extension RealBlueZ {
                 #expect(received == (1...5).map { [UInt8($0)] })
                 #expect(try await staysFalse(for: .seconds(1)) { !secondValues.all.isEmpty })
                 // And the other way round.
-                try await server.notify(uuids[1], value: [0xEE], to: Able.Central(address: secondAddress))
+                try await server.notify(
+                    CharacteristicID(uuids[1], service: uuids[0]), value: [0xEE],
+                    to: Able.Central(address: secondAddress))
                 try await eventually("hci2 to receive its own value") { secondValues.all == [[0xEE]] }
             }
         }
@@ -152,16 +166,20 @@ extension RealBlueZ {
                 }
                 defer { for consumer in consumers { consumer.cancel() } }
                 try await eventually("the server to name both subscribers") {
-                    await server.subscribers(of: uuids[1]).count == 2
+                    await server.subscribers(of: CharacteristicID(uuids[1], service: uuids[0])).count == 2
                 }
-                for value in 1...3 { try await server.indicate(uuids[1], value: [UInt8(value)], timeout: .seconds(10)) }
+                for value in 1...3 {
+                    try await server.indicate(
+                        CharacteristicID(uuids[1], service: uuids[0]), value: [UInt8(value)], timeout: .seconds(10))
+                }
                 try await eventually("both centrals to receive 3 indications") {
                     values.allSatisfy { $0.all.count >= 3 }
                 }
                 for recorder in values { #expect(recorder.all == [1, 2, 3]) }
 
                 try await server.indicate(
-                    uuids[1], value: [0x10], to: Able.Central(address: rig.centralAddress), timeout: .seconds(10))
+                    CharacteristicID(uuids[1], service: uuids[0]), value: [0x10],
+                    to: Able.Central(address: rig.centralAddress), timeout: .seconds(10))
                 try await eventually("hci0 to receive its own indication") { values[0].all.last == 0x10 }
                 #expect(try await staysFalse(for: .seconds(1)) { values[1].all.count > 3 })
 
@@ -170,7 +188,9 @@ extension RealBlueZ {
                     var outcomes: [String] = []
                     for value in 0x20..<0x30 {
                         do {
-                            try await server.indicate(uuids[1], value: [UInt8(value)], timeout: .seconds(20))
+                            try await server.indicate(
+                                CharacteristicID(uuids[1], service: uuids[0]), value: [UInt8(value)],
+                                timeout: .seconds(20))
                             outcomes.append("ok")
                         } catch let error as BluetoothError {
                             let code =

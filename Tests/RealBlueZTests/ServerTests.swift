@@ -28,10 +28,13 @@ extension RealBlueZ {
                     let stream = try await peripheral.notifications(
                         of: CharacteristicID(uuids.counter, service: uuids.service))
                     try await eventually("the server to see the subscription") {
-                        await server.isSubscribed(uuids.counter)
+                        await server.isSubscribed(CharacteristicID(uuids.counter, service: uuids.service))
                     }
                     #expect(subscriptions.all == [true])
-                    for value in 1...count { try await server.notify(uuids.counter, value: [UInt8(value)]) }
+                    for value in 1...count {
+                        try await server.notify(
+                            CharacteristicID(uuids.counter, service: uuids.service), value: [UInt8(value)])
+                    }
 
                     let received = try await withDeadline(.seconds(60), waitingFor: "\(count) notifications") {
                         var received: [[UInt8]] = []
@@ -43,7 +46,7 @@ extension RealBlueZ {
 
                     // Taking the n-th value ended the stream, hence the subscription, in BlueZ too.
                     try await eventually("the server to see the subscription stop") {
-                        await !server.isSubscribed(uuids.counter)
+                        await !server.isSubscribed(CharacteristicID(uuids.counter, service: uuids.service))
                     }
                     #expect(subscriptions.all == [true, false])
                     let path = try #require(
@@ -72,19 +75,21 @@ extension RealBlueZ {
                     let stream = try await peripheral.notifications(
                         of: CharacteristicID(uuids.status, service: uuids.service))
                     try await eventually("the server to see the subscription") {
-                        await server.isSubscribed(uuids.status)
+                        await server.isSubscribed(CharacteristicID(uuids.status, service: uuids.service))
                     }
                     let values = Recorder<[UInt8]>()
                     let consumer = Task {
                         for try await value in stream.prefix(2) { values.append(value) }
                     }
                     defer { consumer.cancel() }
-                    try await server.indicate(uuids.status, value: [0x0A], timeout: .seconds(10))
-                    try await server.indicate(uuids.status, value: [0x0B], timeout: .seconds(10))
+                    try await server.indicate(
+                        CharacteristicID(uuids.status, service: uuids.service), value: [0x0A], timeout: .seconds(10))
+                    try await server.indicate(
+                        CharacteristicID(uuids.status, service: uuids.service), value: [0x0B], timeout: .seconds(10))
                     try await withDeadline(.seconds(10), waitingFor: "two indications") { try await consumer.value }
                     #expect(values.all == [[0x0A], [0x0B]])
                     try await eventually("the server to see the subscription stop") {
-                        await !server.isSubscribed(uuids.status)
+                        await !server.isSubscribed(CharacteristicID(uuids.status, service: uuids.service))
                     }
                 }
             }

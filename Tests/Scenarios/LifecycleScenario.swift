@@ -495,7 +495,7 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
                 /// subscription yet), then takes it.
                 func deliver(_ value: UInt8) async throws {
                     try await backend.eventually("the server to see the subscription") {
-                        await server.isSubscribed(level.uuid)
+                        await server.isSubscribed(level)
                     }
                     try await server.notify(level, value: [value])
                     guard let event = try await events.next() else {
@@ -557,7 +557,7 @@ extension LifecycleScenario {
                         throw ScenarioFailure(description: "the subscription was not enabled first")
                     }
                     try await backend.eventually("the server to see the subscription") {
-                        await server.isSubscribed(level.uuid)
+                        await server.isSubscribed(level)
                     }
                     try await server.notify(level, value: [1])
                     #expect(try await events.next() == .value([1]))
@@ -576,7 +576,7 @@ extension LifecycleScenario {
                         throw ScenarioFailure(description: "the subscription did not come back")
                     }
                     try await backend.eventually("the server to see the subscription again") {
-                        await server.isSubscribed(level.uuid)
+                        await server.isSubscribed(level)
                     }
                     try await server.notify(level, value: [2])
                     #expect(try await events.next() == .value([2]), "values flow again after the gap")
@@ -639,7 +639,7 @@ extension LifecycleScenario {
             let log = Recorder<String>()
             let setUps = Recorder<Int>()
             try await withCleanup {
-                try await server.setValue([41], of: battery.uuid)
+                try await server.setValue([41], of: battery)
                 try await backend.central.withMaintainedConnection(
                     to: address, policy: policy,
                     onConnect: { peripheral in
@@ -652,7 +652,7 @@ extension LifecycleScenario {
                             // enabled again before the set-up; the server may learn of it a moment
                             // after the central.
                             try await backend.eventually("the server to see the subscription") {
-                                await server.isSubscribed(level.uuid)
+                                await server.isSubscribed(level)
                             }
                             try await server.notify(level, value: [UInt8(100 + round)])
                         }
@@ -674,11 +674,11 @@ extension LifecycleScenario {
                     }
                     try await record(1)
                     try await backend.eventually("the server to see the subscription") {
-                        await server.isSubscribed(level.uuid)
+                        await server.isSubscribed(level)
                     }
                     try await server.notify(level, value: [101])
                     try await record(1)
-                    try await server.setValue([42], of: battery.uuid)
+                    try await server.setValue([42], of: battery)
                     try await backend.dropLink()
                     try await record(3)
                 }

@@ -89,7 +89,7 @@ public enum PairingScenario: String, CaseIterable, Sendable, CustomTestStringCon
                     #expect(try await peripheral.read(secret) == [0x5E])
                     try await backend.eventually("the central to be paired") { await peripheral.isPaired }
                     try await peripheral.write([0x42], to: secret)
-                    #expect(await server.value(of: secret.uuid) == [0x42])
+                    #expect(await server.value(of: secret) == [0x42])
                     #expect(try await peripheral.read(secret) == [0x42])
                     #expect(calls.all == ["read", "write [66]", "read"])
                     // The server's agent answered for the peripheral's side, about the central.
@@ -144,7 +144,7 @@ public enum PairingScenario: String, CaseIterable, Sendable, CustomTestStringCon
                     #expect(requests.all.filter { $0.side == "peripheral" }.count == 2, "\(requests.all)")
                     // Nothing reached the server's handlers, nothing changed there.
                     #expect(calls.all == [])
-                    #expect(await server.value(of: secret.uuid) == [0x5E])
+                    #expect(await server.value(of: secret) == [0x5E])
                     #expect(await !peripheral.isPaired)
                     #expect(await !backend.peripheral.peripheral(address: centralAddress).isPaired)
                 }

@@ -79,10 +79,10 @@ extension Scenario {
                 try await peripheral.connect(timeout: .seconds(-1))
             }
             await expectRefusal(.valueTooLong, "a server value of 513 bytes") {
-                try await server.setValue([UInt8](repeating: 7, count: 513), of: failing.uuid)
+                try await server.setValue([UInt8](repeating: 7, count: 513), of: failing)
             }
             // The refusals left the link and the server as they were.
-            #expect(await server.value(of: failing.uuid) == [1])
+            #expect(await server.value(of: failing) == [1])
             let again = await #expect(throws: BluetoothError.self) { try await peripheral.read(failing) }
             #expect(again?.attError == .unlikelyError)
         }

@@ -47,7 +47,7 @@ extension Scenario {
             #expect(received.all.last?.value == [0xEE])
             #expect(received.all.last?.central == central)
             #expect(received.all.last?.kind == kind)
-            #expect(await server.value(of: sink.uuid) == [0xEE])
+            #expect(await server.value(of: sink) == [0xEE])
         }
     }
 
@@ -211,7 +211,7 @@ extension Scenario {
         try await withConnection(backend, serving: definition, advertising: service) { server, peripheral in
             let stream = try await peripheral.notifications(of: counter, delivery: .socket)
             try await backend.eventually("the server to see the subscription") {
-                await server.isSubscribed(counter.uuid)
+                await server.isSubscribed(counter)
             }
             let burstValues = (oneAtATime + 1)...(oneAtATime + burst)
             do {
@@ -226,7 +226,7 @@ extension Scenario {
                 while let value = try await values.next() { received.append(value) }
                 #expect(received == burstValues.map { [UInt8($0)] })
             }
-            try await backend.eventually("the subscription to stop") { await !server.isSubscribed(counter.uuid) }
+            try await backend.eventually("the subscription to stop") { await !server.isSubscribed(counter) }
         }
     }
 
@@ -244,13 +244,13 @@ extension Scenario {
         try await withConnection(backend, serving: definition, advertising: service) { server, peripheral in
             let stream = try await peripheral.notifications(of: counter, delivery: .socket)
             try await backend.eventually("the server to see the subscription") {
-                await server.isSubscribed(counter.uuid)
+                await server.isSubscribed(counter)
             }
             for value in 1...(count + 2) { try await server.notify(counter, value: [UInt8(value)]) }
             var received: [[UInt8]] = []
             for try await value in stream.prefix(count) { received.append(value) }
             #expect(received == (1...count).map { [UInt8($0)] })
-            try await backend.eventually("the subscription to stop") { await !server.isSubscribed(counter.uuid) }
+            try await backend.eventually("the subscription to stop") { await !server.isSubscribed(counter) }
 
             // Indications stay on the bus: a socket is refused, automatic falls back.
             let refused = await #expect(throws: BluetoothError.self) {
@@ -259,7 +259,7 @@ extension Scenario {
             #expect(refused?.code == .notSupported)
             let indications = try await peripheral.notifications(of: indicating, delivery: .automatic)
             try await backend.eventually("the server to see the indication subscription") {
-                await server.isSubscribed(indicating.uuid)
+                await server.isSubscribed(indicating)
             }
             async let confirmed: Void = server.indicate(indicating, value: [42])
             var iterator = indications.makeAsyncIterator()
@@ -269,7 +269,7 @@ extension Scenario {
             // A stream on the socket ends with a typed error when the link goes.
             let second = try await peripheral.notifications(of: counter, delivery: .socket)
             try await backend.eventually("the server to see the second subscription") {
-                await server.isSubscribed(counter.uuid)
+                await server.isSubscribed(counter)
             }
             try await peripheral.disconnect()
             let ended = await #expect(throws: BluetoothError.self) {
@@ -293,7 +293,7 @@ extension Scenario {
             for delivery in [NotificationDelivery.propertiesChanged, .socket] {
                 let stream = try await peripheral.notifications(of: counter, delivery: delivery)
                 try await backend.eventually("the server to see the subscription (\(delivery))") {
-                    await server.isSubscribed(counter.uuid)
+                    await server.isSubscribed(counter)
                 }
                 // Two values wait in the stream before the handler comes.
                 try await server.notify(counter, value: [1])
@@ -318,14 +318,14 @@ extension Scenario {
                 }
                 #expect(received.all == (1...count).map { [UInt8($0)] }, "through \(delivery)")
                 try await backend.eventually("the subscription to stop (\(delivery))") {
-                    await !server.isSubscribed(counter.uuid)
+                    await !server.isSubscribed(counter)
                 }
             }
 
             // A handler's stream ends with a typed error when the link goes.
             let stream = try await peripheral.notifications(of: counter, delivery: .socket)
             try await backend.eventually("the server to see the last subscription") {
-                await server.isSubscribed(counter.uuid)
+                await server.isSubscribed(counter)
             }
             let ended = await #expect(throws: BluetoothError.self) {
                 try await withThrowingTaskGroup(of: Void.self) { group in

@@ -79,7 +79,7 @@ extension Scenario {
                     try await peripheral.write([0xFF], to: characteristic)
                 }
                 #expect(refused?.attError == ATTError.application(UInt8(refusal)), "\(name)")
-                #expect(await server.value(of: characteristic.uuid) == [1, 2], "\(name): a refused write stored")
+                #expect(await server.value(of: characteristic) == [1, 2], "\(name): a refused write stored")
             }
             #expect(
                 centrals.all == [
@@ -102,7 +102,7 @@ extension Scenario {
                 try await peripheral.write([7, 7], to: caughtByTheCatchAlls)
             }
             #expect(refused?.attError == ATTError.application(0x83))
-            #expect(await server.value(of: caughtByTheCatchAlls.uuid) == [7])
+            #expect(await server.value(of: caughtByTheCatchAlls) == [7])
         }
     }
 }
@@ -163,8 +163,8 @@ extension Scenario {
             // No handler writes other's descriptor: the server stores what is written.
             try await peripheral.write([4], to: otherDescriptor)
             #expect(writes.all == ["named [1]", "any characteristic [2]", "named descriptor [3]"])
-            #expect(await server.value(of: named.uuid) == [0x0C], "the named handler keeps the value")
-            #expect(await server.value(of: other.uuid) == [2])
+            #expect(await server.value(of: named) == [0x0C], "the named handler keeps the value")
+            #expect(await server.value(of: other) == [2])
             #expect(try await peripheral.read(other) == [0xA0, 2])
             #expect(try await peripheral.read(otherDescriptor) == [0xDA, 4])
             #expect(try await peripheral.read(namedDescriptor) == [0xD1])

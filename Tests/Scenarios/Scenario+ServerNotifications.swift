@@ -22,7 +22,7 @@ extension Scenario {
             server, peripheral in
             let stream = try await peripheral.notifications(of: counter)
             try await backend.eventually("the server to see the subscription") {
-                await server.isSubscribed(counter.uuid)
+                await server.isSubscribed(counter)
             }
             let received = Recorder<UInt32>()
             let sent = Recorder<UInt32>()
@@ -55,7 +55,7 @@ extension Scenario {
                     // A central that asks every 100 ms or so, as an app would.
                     try await backend.pause(.milliseconds(100))
                 }
-                #expect(await server.value(of: setting.uuid) == [50])
+                #expect(await server.value(of: setting) == [50])
                 // The server kept notifying all along.
                 #expect(received.all.count >= 50, "the central received \(received.all.count) notifications")
                 group.cancelAll()
@@ -99,7 +99,7 @@ extension Scenario {
         try await withConnection(backend, serving: definition, advertising: service) { server, peripheral in
             let stream = try await peripheral.notifications(of: level)
             try await backend.eventually("the server to see the subscription") {
-                await server.isSubscribed(level.uuid)
+                await server.isSubscribed(level)
             }
             let central = Central(address: centralAddress)
             guard backend.notifiesOneCentral else {
@@ -110,7 +110,7 @@ extension Scenario {
                 #expect(refused?.message.contains("5.76") == true, "\(refused?.message ?? "")")
                 return
             }
-            #expect(await server.subscribers(of: level.uuid) == [central])
+            #expect(await server.subscribers(of: level) == [central])
             for value in 1...3 { try await server.notify(level, value: [UInt8(value)], to: central) }
             var received: [[UInt8]] = []
             for try await value in stream.prefix(3) { received.append(value) }
@@ -132,12 +132,12 @@ extension Scenario {
         try await withConnection(backend, serving: definition, advertising: service) { server, peripheral in
             let stream = try await peripheral.notifications(of: status)
             try await backend.eventually("the server to see the subscription") {
-                await server.isSubscribed(status.uuid)
+                await server.isSubscribed(status)
             }
             let central = Central(address: centralAddress)
             try await server.indicate(status, value: [1], timeout: .seconds(10))
             if backend.indicatesOneCentral {
-                #expect(await server.subscribers(of: status.uuid) == [central])
+                #expect(await server.subscribers(of: status) == [central])
                 try await server.indicate(status, value: [2], to: central, timeout: .seconds(10))
             } else {
                 let refused = await #expect(throws: BluetoothError.self) {
@@ -233,4 +233,58 @@ extension UInt32 {
     }
 
     var littleEndianBytes: [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: self >> (8 * $0)) } }
+}
+
+extension Scenario {
+    /// Two services holding characteristics of one UUID stay apart through the server's typed
+    /// methods; the server tells the longest value its central can receive, sends a value that
+    /// long whole, and refuses a longer one, to that central and to every subscriber, sending
+    /// nothing.
+    static func aServerKeepsItsValuesWithinWhatTheCentralReceives(_ backend: some ScenarioBackend) async throws {
+        let serviceA = BluetoothUUID.random()
+        let serviceB = BluetoothUUID.random()
+        let shared = BluetoothUUID.random()
+        let inA = CharacteristicID(shared, service: serviceA)
+        let inB = CharacteristicID(shared, service: serviceB)
+        let definition = GATTServerDefinition {
+            Service(serviceA) { Characteristic(shared, properties: [.read, .notify], value: [0xA]) }
+            Service(serviceB) { Characteristic(shared, properties: [.read, .write], value: [0xB]) }
+        }
+        let centralAddress = try #require(await backend.central.state.address)
+        try await withConnection(backend, serving: definition, advertising: serviceA) { server, peripheral in
+            let central = Central(address: centralAddress)
+            #expect(try await peripheral.read(inA) == [0xA])
+            #expect(try await peripheral.read(inB) == [0xB])
+            try await server.setValue([0xBB], of: inB)
+            #expect(try await peripheral.read(inB) == [0xBB])
+            try await peripheral.write([0xB2], to: inB)
+            #expect(await server.value(of: inB) == [0xB2])
+            #expect(await server.value(of: inA) == [0xA])
+
+            let stream = try await peripheral.notifications(of: inA)
+            try await backend.eventually("the server to see the subscription") { await server.isSubscribed(inA) }
+            #expect(await !server.isSubscribed(inB))
+            // Known: the central has read (BlueZ passes the link's MTU with each request).
+            let limit = try #require(await server.maximumValueLength(for: central))
+            #expect((20...512).contains(limit))
+
+            let tooLong = [UInt8](repeating: 0xEE, count: limit + 1)
+            let refused = await #expect(throws: BluetoothError.self) { try await server.notify(inA, value: tooLong) }
+            #expect(refused?.code == .valueTooLong)
+            #expect(refused?.message.contains("\(limit + 1) bytes") == true, "\(refused?.message ?? "")")
+            #expect(refused?.message.contains("can receive \(limit)") == true, "\(refused?.message ?? "")")
+            let refusedToOne = await #expect(throws: BluetoothError.self) {
+                try await server.notify(inA, value: tooLong, to: central)
+            }
+            #expect(refusedToOne?.code == .valueTooLong)
+            #expect(await server.value(of: inA) == [0xA], "a refused value is not stored")
+
+            let longest = (0..<limit).map { UInt8(truncatingIfNeeded: $0) }
+            try await server.notify(inA, value: longest)
+            try await server.notify(inA, value: [1])
+            var received: [[UInt8]] = []
+            for try await value in stream.prefix(2) { received.append(value) }
+            #expect(received == [longest, [1]], "nothing of the refused values arrived, nothing was cut")
+        }
+    }
 }

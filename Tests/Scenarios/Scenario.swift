@@ -27,6 +27,7 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
     case connectionEventsAreAboutTheServersCentrals
     case immediateAndSuspendingHandlersAnswerAlike
     case handlersAreChosenByWhatTheyName
+    case aServerKeepsItsValuesWithinWhatTheCentralReceives
 
     public var testDescription: String { rawValue }
 
@@ -64,6 +65,8 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
             case .immediateAndSuspendingHandlersAnswerAlike:
                 try await Self.immediateAndSuspendingHandlersAnswerAlike(backend)
             case .handlersAreChosenByWhatTheyName: try await Self.handlersAreChosenByWhatTheyName(backend)
+            case .aServerKeepsItsValuesWithinWhatTheCentralReceives:
+                try await Self.aServerKeepsItsValuesWithinWhatTheCentralReceives(backend)
             }
         } cleanup: {
             do {
@@ -168,13 +171,13 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
         try await withConnection(backend, serving: definition, advertising: service) { server, peripheral in
             let stream = try await peripheral.notifications(of: counter)
             try await backend.eventually("the server to see the subscription") {
-                await server.isSubscribed(counter.uuid)
+                await server.isSubscribed(counter)
             }
             for value in 1...(count + 2) { try await server.notify(counter, value: [UInt8(value)]) }
             var received: [[UInt8]] = []
             for try await value in stream.prefix(count) { received.append(value) }
             #expect(received == (1...count).map { [UInt8($0)] })
-            try await backend.eventually("the subscription to stop") { await !server.isSubscribed(counter.uuid) }
+            try await backend.eventually("the subscription to stop") { await !server.isSubscribed(counter) }
             #expect(await peripheral.isConnected)
         }
     }
@@ -292,14 +295,14 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
                 let who = backend.namesSubscribers ? "\(centralAddress)" : "?"
                 try await backend.eventually("the subscription event") { subscriptions.all == ["\(who) true true"] }
                 #expect(
-                    await server.subscribers(of: level.uuid).map(\.address)
+                    await server.subscribers(of: level).map(\.address)
                         == (backend.namesSubscribers ? [centralAddress] : []))
                 try await server.notify(level, value: [51])
                 for try await value in stream.prefix(1) { #expect(value == [51]) }
                 try await backend.eventually("the unsubscription event") {
                     subscriptions.all == ["\(who) true true", "\(who) true false"]
                 }
-                #expect(await server.subscribers(of: level.uuid) == [])
+                #expect(await server.subscribers(of: level) == [])
                 try await peripheral.disconnect()
                 try await backend.eventually("the server to see the disconnection") {
                     connections.all == [true, false]
@@ -378,7 +381,7 @@ public enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertibl
             let a1Value = try await peripheral.read(a1)
             let count = Int(try await peripheral.read(b1)[0])
             let stream = try await peripheral.notifications(of: b2)
-            try await backend.eventually("the server to see the subscription") { await server.isSubscribed(b2.uuid) }
+            try await backend.eventually("the server to see the subscription") { await server.isSubscribed(b2) }
             for value in 10..<16 { try await server.notify(b2, value: [UInt8(value)]) }
             var values: [[UInt8]] = []
             for try await value in stream.prefix(count) { values.append(value) }

@@ -9,12 +9,21 @@ package protocol GATTServerBackend: Sendable {
     /// full, never drops.
     ///
     /// - Throws: ``BluetoothError/Code/unsupported`` when `central` is named and the backend
-    ///   cannot send to one central.
+    ///   cannot send to one central; ``BluetoothError/Code/valueTooLong`` when the value is longer
+    ///   than a way to a subscriber carries (the server checks first; a central may subscribe
+    ///   meanwhile), before sending anything: a value is never cut short.
     func send(
         _ value: [UInt8], of characteristic: AttributeID, to central: Central?, indicate: Bool, timeout: Duration
     ) async throws
     /// The centrals connected now.
     var connectedCentrals: [Central] { get }
+    /// The ATT MTU of a connected central's link, when the backend knows it; `nil` for a central
+    /// that is not connected.
+    func attMTU(of central: Central) -> Int?
+    /// The longest value that reaches every subscriber of a characteristic through a way that
+    /// serves them all and names none (BlueZ before 5.69: one socket for every subscriber); `nil`
+    /// where there is none.
+    func unnamedSubscribersMaximumValueLength(of characteristic: AttributeID) -> Int?
     /// Disconnects a central.
     func disconnect(_ central: Central) async throws
     /// The backend's clock, as the time since some fixed instant: the wall clock on BlueZ,
@@ -27,6 +36,8 @@ package protocol GATTServerBackend: Sendable {
 private let wallClockOrigin = ContinuousClock.now
 
 extension GATTServerBackend {
+    package func unnamedSubscribersMaximumValueLength(of characteristic: AttributeID) -> Int? { nil }
+
     package var clockReading: Duration { wallClockOrigin.duration(to: .now) }
 
     package func sleep(for duration: Duration) async throws {

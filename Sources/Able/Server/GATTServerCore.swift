@@ -23,6 +23,9 @@ package final class GATTServerCore: Sendable {
     private let values: Lock<[AttributeID: [UInt8]]>
     /// The handlers running for a central, which ``abandonRequests(of:)`` answers at once.
     private let running = RunningRequests()
+    /// The ATT MTU of each central's link, as its latest request that said so said: what a
+    /// backend that does not publish a link's MTU (BlueZ) learns of it.
+    private let reportedMTUs = Lock<[Central: Int]>([:])
 
     package init(definition: GATTServerDefinition) {
         self.definition = definition
@@ -52,9 +55,40 @@ package final class GATTServerCore: Sendable {
         }
     }
 
+    /// The characteristic `uuid` of the service `service`, if the definition declares it.
+    package func characteristic(_ uuid: BluetoothUUID, service: BluetoothUUID) -> AttributeID? {
+        // A definition declares a service once, and a characteristic once within its service.
+        guard let serviceIndex = definition.services.firstIndex(where: { $0.uuid == service }),
+            let index = definition.services[serviceIndex].characteristics.firstIndex(where: { $0.uuid == uuid })
+        else { return nil }
+        return AttributeID(service: serviceIndex, characteristic: index)
+    }
+
+    /// The descriptor `uuid` of the characteristic `characteristic`, if the definition declares it.
+    package func descriptor(_ uuid: BluetoothUUID, of characteristic: AttributeID) -> AttributeID? {
+        guard let index = self.characteristic(characteristic).descriptors.firstIndex(where: { $0.uuid == uuid })
+        else { return nil }
+        return AttributeID(
+            service: characteristic.service, characteristic: characteristic.characteristic, descriptor: index)
+    }
+
     package func storedValue(_ id: AttributeID) -> [UInt8] { values.withLock { $0[id] ?? [] } }
 
     package func store(_ value: [UInt8], for id: AttributeID) { values.withLock { $0[id] = value } }
+
+    /// Notes the ATT MTU a request of `central` came with (BlueZ's `mtu` option).
+    package func noteMTU(_ mtu: Int?, of central: Central?) {
+        guard let mtu, let central else { return }
+        reportedMTUs.withLock { mtus in
+            if mtus[central] != mtu { mtus[central] = mtu }
+        }
+    }
+
+    /// The ATT MTU `central`'s latest request came with, since ``forgetMTU(of:)``.
+    package func reportedMTU(of central: Central) -> Int? { reportedMTUs.withLock { $0[central] } }
+
+    /// Forgets what `central`'s requests said of its MTU: its link ended.
+    package func forgetMTU(of central: Central) { reportedMTUs.withLock { $0[central] = nil } }
 
     /// Answers every request of `central` whose handler is still running with
     /// ``ATTError/unlikelyError``, and cancels those handlers: what they return later is dropped.
@@ -141,6 +175,7 @@ package final class GATTServerCore: Sendable {
 
     /// Checks a read and finds what answers it.
     private func startRead(_ id: AttributeID, _ central: Central?, _ offset: Int, _ mtu: Int?) throws -> ReadStart {
+        noteMTU(mtu, of: central)
         let characteristic = characteristic(id)
         let descriptor = id.descriptor.map { characteristic.descriptors[$0] }
         guard descriptor?.isReadable ?? characteristic.isReadable else { throw ATTError.readNotPermitted }
@@ -209,6 +244,7 @@ package final class GATTServerCore: Sendable {
         _ id: AttributeID, value: [UInt8], offset: Int, kind: WriteRequest.Kind, central: Central?, mtu: Int?,
         prepared: Bool
     ) throws -> (StoredWriteHandler.Body?, WriteRequest) {
+        noteMTU(mtu, of: central)
         let characteristic = characteristic(id)
         let descriptor = id.descriptor.map { characteristic.descriptors[$0] }
         guard descriptor?.isWritable ?? characteristic.isWritable else { throw ATTError.writeNotPermitted }

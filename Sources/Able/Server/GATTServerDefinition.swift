@@ -66,19 +66,28 @@ public struct GATTServerDefinition: Sendable {
     /// not tell them apart, no handler for an attribute that does not exist where its identifier
     /// says (a characteristic in its service, a descriptor in its characteristic).
     ///
+    /// Two services may hold characteristics of the same UUID (the server's methods take a
+    /// ``CharacteristicIdentifier``, which names the service too), but an ``OnRead`` or
+    /// ``OnWrite`` may not name such a UUID: its handler could not tell which is meant.
+    ///
     /// - Throws: ``BluetoothError`` with ``BluetoothError/Code/invalidArguments``, listing every problem.
     public func validate() throws {
         var problems = self.problems
         var serviceUUIDs = Set<BluetoothUUID>()
         var characteristicUUIDs = Set<BluetoothUUID>()
         var declared = Set<AttributePath>()
+        var sharedCharacteristicUUIDs = Set<BluetoothUUID>()
         for service in services {
             if !serviceUUIDs.insert(service.uuid).inserted {
                 problems.append("service \(service.uuid) is declared twice")
             }
+            var ownCharacteristicUUIDs = Set<BluetoothUUID>()
             for characteristic in service.characteristics {
-                if !characteristicUUIDs.insert(characteristic.uuid).inserted {
-                    problems.append("characteristic \(characteristic.uuid) is declared twice")
+                if !ownCharacteristicUUIDs.insert(characteristic.uuid).inserted {
+                    problems.append(
+                        "characteristic \(characteristic.uuid) is declared twice in service \(service.uuid)")
+                } else if !characteristicUUIDs.insert(characteristic.uuid).inserted {
+                    sharedCharacteristicUUIDs.insert(characteristic.uuid)
                 }
                 declared.insert(AttributePath(service: service.uuid, characteristic: characteristic.uuid))
                 if characteristic.value.count > 512 {
@@ -105,6 +114,11 @@ public struct GATTServerDefinition: Sendable {
         for path in reads.named.union(writes.named) where !declared.contains(path) {
             problems.append("a handler names \(path), which the definition does not declare")
         }
+        for path in reads.named.union(writes.named) where sharedCharacteristicUUIDs.contains(path.characteristic) {
+            problems.append(
+                "a handler names \(path), whose characteristic UUID several services declare: "
+                    + "its handler could not tell them apart")
+        }
         guard problems.isEmpty else {
             throw BluetoothError(
                 .invalidArguments, message: "invalid GATT server: " + problems.sorted().joined(separator: "; "))
@@ -127,8 +141,9 @@ struct AttributePath: Hashable, Sendable, CustomStringConvertible {
 
 /// The handlers of one kind (reads or writes), by the attributes they answer for.
 ///
-/// A characteristic is found by its UUID alone, which ``GATTServerDefinition/validate()`` makes
-/// unique in a server; a descriptor by its characteristic's UUID and its own.
+/// A characteristic is found by its UUID alone: ``GATTServerDefinition/validate()`` refuses a
+/// handler that names a characteristic UUID two services hold; a descriptor by its
+/// characteristic's UUID and its own.
 struct HandlerTable<Handler: Sendable>: Sendable {
     struct DescriptorKey: Hashable, Sendable {
         var characteristic: BluetoothUUID

@@ -5,8 +5,8 @@
 /// queue, so every request of that central then waits behind the backlog (and BlueZ answers
 /// "Unlikely Error" once an answer takes more than 5 s). So Able paces notifications itself: each
 /// subscribed central has a token bucket holding up to ``burst`` notifications, refilled at
-/// ``rate`` per second. ``GATTServer/notify(_:value:)-(BluetoothUUID,_)`` waits until every subscribed central has a
-/// token and takes one from each; ``GATTServer/notify(_:value:to:)-(BluetoothUUID,_,_)`` waits for that central's.
+/// ``rate`` per second. ``GATTServer/notify(_:value:)`` waits until every subscribed central has a
+/// token and takes one from each; ``GATTServer/notify(_:value:to:)`` waits for that central's.
 /// A notification is never dropped and never queued without bound: the caller is suspended
 /// instead.
 ///

@@ -219,8 +219,9 @@ struct DemoCommand: Command {
             OnConnectionStateChange { server, central, isConnected in
                 transcript.say("server", "\(central.address) \(isConnected ? "connected" : "disconnected")")
                 // As the guide does: send the PSM to the centrals that subscribed to it.
-                if isConnected, await server.isSubscribed(psmCharacteristic) {
-                    try? await server.indicate(psmCharacteristic, value: psm.bytes, timeout: .seconds(5))
+                let psmID = CharacteristicID(psmCharacteristic, service: serviceA)
+                if isConnected, await server.isSubscribed(psmID) {
+                    try? await server.indicate(psmID, value: psm.bytes, timeout: .seconds(5))
                 }
             }
             OnSubscriptionChange { server, _, uuid, isSubscribed in
@@ -229,7 +230,7 @@ struct DemoCommand: Command {
                     "server", "B2 \(isSubscribed ? "subscribed: sending \(count) notifications" : "unsubscribed")")
                 guard isSubscribed, count > 0 else { return }
                 for index in 1...count {
-                    try? await server.notify(streamCharacteristic, value: [index])
+                    try? await server.notify(CharacteristicID(streamCharacteristic, service: serviceB), value: [index])
                 }
             }
             OnWrite(DescriptorID(psmDescriptor, characteristic: psmID), answering: .immediately) { request in

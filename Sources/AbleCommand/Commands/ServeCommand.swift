@@ -109,12 +109,13 @@ struct ServeCommand: Command {
         // The adapter's clock: a simulated adapter serves for simulated time.
         _ = try? await withTimeLimit(duration ?? .seconds(86_400 * 365), sleep: adapter.sleep(for:)) {
             var level: UInt8 = 100
+            let batteryLevel = CharacteristicID(.batteryLevel, service: .batteryService)
             while true {
                 try await adapter.sleep(for: interval)
                 level = level > 1 ? level - 1 : 100
-                try? await server.setValue([level], of: .batteryLevel)
-                if await server.isSubscribed(.batteryLevel) {
-                    try? await server.notify(.batteryLevel, value: [level])
+                try? await server.setValue([level], of: batteryLevel)
+                if await server.isSubscribed(batteryLevel) {
+                    try? await server.notify(batteryLevel, value: [level])
                 }
             }
         }

@@ -1,6 +1,7 @@
 import Able
 import AbleDBus
 import AbleTestSupport
+import Foundation
 import Testing
 
 @testable import AbleBlueZ
@@ -144,9 +145,9 @@ struct GATTServerTests {
         try await withServer { fixture, server in
             _ = try await call(
                 fixture, Self.stored, "WriteValue", [.bytes([9, 9]), Self.options(["offset": .uint16(1)])])
-            #expect(await server.value(of: Self.stored) == [1, 9, 9])
+            #expect(await server.value(of: CharacteristicID(Self.stored, service: Self.service)) == [1, 9, 9])
             _ = try await call(fixture, Self.other, "WriteValue", [.bytes([7]), Self.options()])
-            #expect(await server.value(of: Self.other) == [])
+            #expect(await server.value(of: CharacteristicID(Self.other, service: Self.service)) == [])
             _ = try await call(
                 fixture, .characteristicUserDescription, "WriteValue", [.bytes([1]), Self.options()], descriptor: true)
             #expect(fixture.events.value.contains("write [9, 9]"))
@@ -257,13 +258,13 @@ struct GATTServerTests {
                 try await call(fixture, immediate, "ReadValue", [Self.options(["offset": .uint16(0)])]) == [.bytes([1])]
             )
             _ = try await call(fixture, immediate, "WriteValue", [.bytes([4, 5]), Self.options()])
-            #expect(await server.value(of: immediate) == [4, 5])
+            #expect(await server.value(of: CharacteristicID(immediate, service: Self.service)) == [4, 5])
             let refused = await #expect(throws: DBusError.self) {
                 try await call(fixture, immediate, "WriteValue", [.bytes([0xFF]), Self.options()])
             }
             #expect(refused?.name.rawValue == ATTError.application(0x81)!.bluezReply.name)
             #expect(refused?.message == ATTError.application(0x81)!.bluezReply.message)
-            #expect(await server.value(of: immediate) == [4, 5])
+            #expect(await server.value(of: CharacteristicID(immediate, service: Self.service)) == [4, 5])
             #expect(
                 try await call(fixture, description, "ReadValue", [Self.options()], descriptor: true) == [.bytes([2])])
             _ = try await call(fixture, description, "WriteValue", [.bytes([6]), Self.options()], descriptor: true)
@@ -284,7 +285,7 @@ struct GATTServerTests {
             }
             #expect(failed?.name.rawValue == ATTError.unlikelyError.bluezReply.name)
             #expect(failed?.message == ATTError.unlikelyError.bluezReply.message)
-            #expect(await server.value(of: tooLong) == [])
+            #expect(await server.value(of: CharacteristicID(tooLong, service: Self.service)) == [])
         }
     }
 
@@ -304,8 +305,8 @@ struct GATTServerTests {
                 matching: DBusMatchRule(
                     path: try path(fixture.fake, Self.psm), interface: "org.freedesktop.DBus.Properties"))
             _ = try await call(fixture, Self.psm, "StartNotify", [])
-            try await waitUntil { await server.isSubscribed(Self.psm) }
-            try await server.notify(Self.psm, value: [0x81, 0x00])
+            try await waitUntil { await server.isSubscribed(CharacteristicID(Self.psm, service: Self.service)) }
+            try await server.notify(CharacteristicID(Self.psm, service: Self.service), value: [0x81, 0x00])
             for try await signal in changes {
                 let changed = try signal.arguments[1].decode([String: DBusVariant].self)
                 #expect(try changed.decode("Value", as: [UInt8].self) == [0x81, 0x00])
@@ -313,8 +314,62 @@ struct GATTServerTests {
             }
             _ = try await call(fixture, Self.psm, "StopNotify", [])
             try await waitUntil { fixture.events.value.contains("subscribed false") }
-            let error = await #expect(throws: BluetoothError.self) { try await server.notify(Self.stored, value: [1]) }
+            let error = await #expect(throws: BluetoothError.self) {
+                try await server.notify(CharacteristicID(Self.stored, service: Self.service), value: [1])
+            }
             #expect(error?.code == .notSupported)
+        }
+    }
+
+    @Test func theServerLearnsACentralsMTUFromBlueZsRequestsAndRefusesWhatItsSocketCannotCarry() async throws {
+        let level: BluetoothUUID = "ABDD3056-28FA-441D-A470-55A75A525510"
+        let levelID = CharacteristicID(level, service: Self.service)
+        let definition: (Locked<[String]>) -> GATTServerDefinition = { _ in
+            GATTServerDefinition {
+                Service(Self.service) {
+                    Characteristic(Self.stored, properties: [.read], value: [1])
+                    Characteristic(level, properties: [.read, .notify])
+                }
+            }
+        }
+        try await withServer(definition) { fixture, server in
+            let central = Central(address: BluetoothAddress("00:AA:01:00:00:00"))
+            let device = DBusValue.objectPath(DBusObjectPath("/org/bluez/hci1/dev_00_AA_01_00_00_00"))
+            #expect(await server.maximumValueLength(for: central) == nil, "nothing said yet")
+            _ = try await call(
+                fixture, Self.stored, "ReadValue", [Self.options(["device": device, "mtu": .uint16(100)])])
+            #expect(await server.maximumValueLength(for: central) == 97)
+
+            // The subscription's own MTU (this fake names no version: one socket for every subscriber).
+            let reply = try await call(
+                fixture, level, "AcquireNotify", [Self.options(["device": device, "mtu": .uint16(50)])])
+            guard case .unixFD(let theirs) = reply.first else {
+                Issue.record("AcquireNotify answered \(reply)")
+                return
+            }
+            let socket = try #require(theirs.take())
+            defer { _ = close(socket) }
+            try await waitUntil { await server.isSubscribed(levelID) }
+            #expect(await server.maximumValueLength(for: central) == 47)
+
+            let toAll = await #expect(throws: BluetoothError.self) {
+                try await server.notify(levelID, value: Array(repeating: 1, count: 48))
+            }
+            #expect(toAll?.code == .valueTooLong)
+            #expect(toAll?.message.contains("48 bytes") == true, "\(toAll?.message ?? "")")
+            #expect(toAll?.message.contains("can receive 47") == true, "\(toAll?.message ?? "")")
+            let toOne = await #expect(throws: BluetoothError.self) {
+                try await server.notify(levelID, value: Array(repeating: 2, count: 48), to: central)
+            }
+            #expect(toOne?.code == .valueTooLong)
+            #expect(toOne?.message.contains("\(central) can receive 47") == true, "\(toOne?.message ?? "")")
+            #expect(await server.value(of: levelID) == [], "a refused value is not stored")
+
+            // What fits goes into the socket whole, and is the first thing there.
+            try await server.notify(levelID, value: Array(repeating: 3, count: 47))
+            var buffer = [UInt8](repeating: 0, count: 600)
+            let count = buffer.withUnsafeMutableBytes { read(socket, $0.baseAddress, $0.count) }
+            #expect(Array(buffer.prefix(max(count, 0))) == Array(repeating: 3, count: 47))
         }
     }
 
@@ -322,7 +377,8 @@ struct GATTServerTests {
         try await withServer { fixture, server in
             let confirmed = Locked(false)
             let indication = Task {
-                try await server.indicate(Self.psm, value: [5], timeout: .safetyNet)
+                try await server.indicate(
+                    CharacteristicID(Self.psm, service: Self.service), value: [5], timeout: .safetyNet)
                 confirmed.value = true
             }
             try await Task.sleep(for: .milliseconds(100))
@@ -331,7 +387,8 @@ struct GATTServerTests {
             try await indication.value
             #expect(confirmed.value)
             let timeout = await #expect(throws: BluetoothError.self) {
-                try await server.indicate(Self.psm, value: [6], timeout: .milliseconds(100))
+                try await server.indicate(
+                    CharacteristicID(Self.psm, service: Self.service), value: [6], timeout: .milliseconds(100))
             }
             #expect(timeout?.code == .timeout)
         }
@@ -348,7 +405,7 @@ struct GATTServerTests {
                     arguments: [.bytes([0]), Self.options()])
             }
             #expect(error?.name == .accessDenied)
-            #expect(await server.value(of: Self.stored) == [1, 2, 3])
+            #expect(await server.value(of: CharacteristicID(Self.stored, service: Self.service)) == [1, 2, 3])
         }
     }
 
