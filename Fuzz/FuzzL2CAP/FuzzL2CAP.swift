@@ -4,9 +4,9 @@
 // replaced socket calls. Every SDU handed out must be the bytes received and fit the receive MTU,
 // and once the channel has ended it must report the same end again.
 
-import Able
+import AbleCore
 
-@testable import Able
+@testable import AbleCore
 @testable import AbleBlueZ
 
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-import Able
+import AbleCore
 
 extension BluetoothError {
     /// The error the BlueZ backend gives when a remote GATT server answers `error`: BlueZ turns

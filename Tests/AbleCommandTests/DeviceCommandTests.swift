@@ -1,6 +1,6 @@
 import Able
 import AbleSimulator
-import AbleStreams
+import AbleIO
 import AbleTestSupport
 import Testing
 

@@ -1,6 +1,6 @@
 import Able
 import AbleSimulator
-import AbleStreams
+import AbleIO
 import Testing
 
 /// The standing pairing agent on the simulated radio: which agent is asked what, by capability,

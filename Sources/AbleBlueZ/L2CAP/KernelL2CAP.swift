@@ -1,4 +1,4 @@
-package import Able
+package import AbleCore
 import CBluetooth
 
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-package import Able
+package import AbleCore
 package import CBluetooth
 
 /// The kernel's `struct sockaddr_l2`: where an L2CAP socket binds, listens or connects.

@@ -1,5 +1,5 @@
 import Able
-import AbleStreams
+import AbleIO
 
 /// The server side of `able soak`: an Able GATT server and an L2CAP echo that keep serving
 /// while the soak injects faults around them.

@@ -1,0 +1,146 @@
+import AbleIO
+import CLinux
+import Foundation
+
+@testable import AbleCore
+
+/// Socket calls that fail on cue and otherwise call the real ones: queue up faults for `send`
+/// and `receive`, and each call takes the next one.
+final class FaultInjection: Sendable {
+    enum Fault: Sendable, CustomStringConvertible {
+        /// Fail with this errno, doing nothing.
+        case error(CInt)
+        /// Send only the first `n` bytes of the SDU (a real, truncated send) and report `n`.
+        case short(Int)
+
+        var description: String {
+            switch self {
+            case .error(let errno): "\(Errno(errno))"
+            case .short(let count): "short write of \(count) bytes"
+            }
+        }
+    }
+
+    private struct State {
+        var sendFaults: [Fault] = []
+        var receiveFaults: [Fault] = []
+        var sendMessagesFaults: [Fault] = []
+        var sendCalls = 0
+        var sendMessagesCalls = 0
+        var receiveCalls = 0
+        var receiveMessagesCalls = 0
+    }
+
+    private let state = Lock(State())
+
+    /// Makes the next `send` calls fail, in order.
+    func failSends(_ faults: Fault...) {
+        state.withLock { $0.sendFaults += faults }
+    }
+
+    /// Makes the next `sendMessages` calls (`sendmmsg`, several queued packets at once) fail, in
+    /// order; `.short(n)` truncates the call's first packet to `n` bytes.
+    func failSendMessages(_ faults: Fault...) {
+        state.withLock { $0.sendMessagesFaults += faults }
+    }
+
+    /// Makes the next `receive` calls fail, in order.
+    func failReceives(_ faults: Fault...) {
+        state.withLock { $0.receiveFaults += faults }
+    }
+
+    /// How many times `send` was called.
+    var sendCalls: Int { state.withLock { $0.sendCalls } }
+
+    /// How many times `sendMessages` was called.
+    var sendMessagesCalls: Int { state.withLock { $0.sendMessagesCalls } }
+
+    /// How many times `receive` was called.
+    var receiveCalls: Int { state.withLock { $0.receiveCalls } }
+
+    /// How many of those were `receiveMessages` (`recvmmsg`) calls.
+    var receiveMessagesCalls: Int { state.withLock { $0.receiveMessagesCalls } }
+
+    /// Faults still queued.
+    var pendingFaults: Int {
+        state.withLock { $0.sendFaults.count + $0.sendMessagesFaults.count + $0.receiveFaults.count }
+    }
+
+    /// The real calls with the faults in front of `send`, `sendMessages`, `receive` and
+    /// `receiveMessages`.
+    var operations: SocketOperations {
+        var operations = SocketOperations.system
+        operations.send = { socket, bytes, flags in
+            let fault = self.state.withLock { state -> Fault? in
+                state.sendCalls += 1
+                return state.sendFaults.isEmpty ? nil : state.sendFaults.removeFirst()
+            }
+            switch fault {
+            case nil:
+                return SocketOperations.system.send(socket, bytes, flags)
+            case .error(let errno):
+                return .failure(Errno(errno))
+            case .short(let count):
+                return SocketOperations.system.send(socket, UnsafeRawBufferPointer(rebasing: bytes[..<count]), flags)
+            }
+        }
+        operations.sendMessages = { socket, messages, flags in
+            let fault = self.state.withLock { state -> Fault? in
+                state.sendMessagesCalls += 1
+                return state.sendMessagesFaults.isEmpty ? nil : state.sendMessagesFaults.removeFirst()
+            }
+            switch fault {
+            case nil:
+                return SocketOperations.system.sendMessages!(socket, messages, flags)
+            case .error(let errno):
+                return .failure(Errno(errno))
+            case .short(let count):
+                // The kernel never does this to a SOCK_SEQPACKET socket; the channel must notice.
+                let result = SocketOperations.system.sendMessages!(
+                    socket, UnsafeMutableBufferPointer(rebasing: messages[..<1]), flags)
+                if case .success = result { messages[0].msg_len = UInt32(count) }
+                return result
+            }
+        }
+        // A receive fault applies to whichever call receives next: `recv`, or `recvmmsg` for
+        // channels whose MTU lets several SDUs be received at once.
+        operations.receiveMessages = { socket, messages, flags in
+            let fault = self.state.withLock { state -> Fault? in
+                state.receiveCalls += 1
+                state.receiveMessagesCalls += 1
+                return state.receiveFaults.isEmpty ? nil : state.receiveFaults.removeFirst()
+            }
+            switch fault {
+            case nil, .short:
+                return SocketOperations.system.receiveMessages!(socket, messages, flags)
+            case .error(let errno):
+                return .failure(Errno(errno))
+            }
+        }
+        operations.receive = { socket, buffer, flags in
+            let fault = self.state.withLock { state -> Fault? in
+                state.receiveCalls += 1
+                return state.receiveFaults.isEmpty ? nil : state.receiveFaults.removeFirst()
+            }
+            switch fault {
+            case nil, .short:
+                return SocketOperations.system.receive(socket, buffer, flags)
+            case .error(let errno):
+                return .failure(Errno(errno))
+            }
+        }
+        return operations
+    }
+
+    /// A channel with these faults, and an ordinary channel connected to it.
+    func makePair(
+        mtu: Int = 4096,
+        watermarks: L2CAPPacketStream.Watermarks = .default
+    ) throws -> (faulty: L2CAPChannel, peer: L2CAPChannel) {
+        let (first, second) = try L2CAPChannel.makeSocketPair(mtu: mtu)
+        let faulty = try L2CAPChannel.wrapping(
+            socket: first, sendMTU: mtu, receiveMTU: mtu, watermarks: watermarks, operations: operations)
+        let peer = try L2CAPChannel.wrapping(socket: second, sendMTU: mtu, receiveMTU: mtu, watermarks: watermarks)
+        return (faulty, peer)
+    }
+}
