@@ -24,11 +24,11 @@ let package = Package(
         // Linux and glibc headers the Glibc module leaves out: epoll and eventfd for the event
         // loops, <malloc.h> for the soak's heap figures (part of libc: nothing to install).
         .systemLibrary(name: "CLinux"),
-        // The layers, bottom up: AbleIO (event loop, sockets, buffers, the kernel's L2CAP sockets;
-        // the only module besides AbleDBus that imports C), AbleDBus, AbleCore (the public API and
-        // the backend seam; no C), the backends AbleBlueZ and AbleSimulator, and Able (AbleCore
-        // re-exported, with the system's adapters on BlueZ).
-        .target(name: "AbleIO", dependencies: ["CLinux", "CBluetooth"]),
+        // The layers, bottom up: AbleIO (the epoll event loop, the delivery buffers and lock, the
+        // socket engine), AbleDBus, AbleCore (the public API and the backend seam; no C), the
+        // backends AbleBlueZ and AbleSimulator, and Able (AbleCore re-exported, with the system's
+        // adapters on BlueZ).
+        .target(name: "AbleIO", dependencies: ["CLinux"]),
         .target(name: "AbleDBus", dependencies: ["AbleIO", "CDBus", "CLinux"]),
         .target(name: "AbleCore", dependencies: ["AbleIO"]),
         .target(name: "AbleBlueZ", dependencies: ["AbleCore", "AbleDBus", "AbleIO", "CBluetooth"]),
@@ -86,7 +86,7 @@ if Context.environment["ABLE_FUZZ"] != nil {
     let fuzzers: [(name: String, dependencies: [Target.Dependency])] = [
         ("FuzzDBusMessage", ["AbleDBus", "CDBus"]),
         ("FuzzObjectTree", ["AbleCore", "AbleBlueZ", "AbleDBus", "CDBus"]),
-        ("FuzzValues", ["AbleCore", "AbleBlueZ"]),
+        ("FuzzValues", ["AbleCore", "AbleBlueZ", "AbleDBus"]),
         ("FuzzL2CAP", ["AbleCore", "AbleBlueZ", "AbleIO"]),
     ]
     for fuzzer in fuzzers {

@@ -5,9 +5,10 @@
 // and once the channel has ended it must report the same end again.
 
 import AbleCore
+import AbleIO
 
-@testable import AbleCore
 @testable import AbleBlueZ
+@testable import AbleCore
 
 #if canImport(Glibc)
     import Glibc

@@ -1,4 +1,5 @@
 package import AbleCore
+package import AbleIO
 import CBluetooth
 
 #if canImport(Glibc)
@@ -76,7 +77,9 @@ package enum KernelL2CAP {
                     try await PendingConnect.wait(
                         socket: socket, operations: operations, timeout: timeout,
                         describe: describe)
-                } catch let error as BluetoothError {
+                } catch {
+                    // The engine's own errors (its timeout) reach users as BluetoothError too.
+                    guard let error = BluetoothError.publishing(error) as? BluetoothError else { throw error }
                     throw securityRefusal(socket, asked: security, after: error, operations, address: address, psm: psm)
                         ?? error
                 }
@@ -86,7 +89,7 @@ package enum KernelL2CAP {
             let mtus = try L2CAPSocket.mtus(socket, operations)
             let core = ChannelCore(
                 socket: socket, operations: operations, sendMTU: mtus.send,
-                receiveMTU: mtus.receive, watermarks: watermarks)
+                receiveMTU: mtus.receive, watermarks: watermarks.buffer)
             return L2CAPChannel(core: core, peerAddress: address, peerAddressType: type)
         } catch {
             L2CAPSocket.abandon(socket, operations)
@@ -194,12 +197,13 @@ package enum KernelL2CAP {
     }
 
     /// How an accepted kernel L2CAP socket is read: its MTUs, and its peer from a `sockaddr_l2`.
-    static let acceptedChannel = AcceptedChannelSetUp(peerAddressSize: MemoryLayout<sockaddr_l2>.size) {
+    static let acceptedChannel = AcceptedChannelSetUp<L2CAPChannel>(peerAddressSize: MemoryLayout<sockaddr_l2>.size) {
         socket, peerAddress, operations in
         let mtus = try L2CAPSocket.mtus(socket, operations)
         let peer = L2CAPSocketAddress(bytes: peerAddress)
-        return AcceptedChannelSetUp.Accepted(
-            sendMTU: mtus.send, receiveMTU: mtus.receive, peerAddress: peer?.address,
-            peerAddressType: peer.flatMap { L2CAPSocketAddress.addressType(kernelType: $0.addressType) })
+        let peerAddressType = peer.flatMap { L2CAPSocketAddress.addressType(kernelType: $0.addressType) }
+        return AcceptedChannelSetUp<L2CAPChannel>.Accepted(sendMTU: mtus.send, receiveMTU: mtus.receive) { core in
+            L2CAPChannel(core: core, peerAddress: peer?.address, peerAddressType: peerAddressType)
+        }
     }
 }

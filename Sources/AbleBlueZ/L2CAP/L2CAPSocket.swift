@@ -1,4 +1,5 @@
 import AbleCore
+import AbleIO
 import CBluetooth
 
 #if canImport(Glibc)

@@ -1,10 +1,6 @@
 import AbleIO
 import Synchronization
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// A characteristic's own socket, acquired from a backend: writes without response go into it,
 /// or notifications come out of it, one `SOCK_SEQPACKET` message per value.
 ///
@@ -93,7 +89,7 @@ package final class AcquiredSocket: Sendable {
 
     /// Sends one value as one message, waiting while the socket is full; see ``L2CAPChannel/send(_:)``.
     package func send(_ value: [UInt8], isolation actor: isolated (any Actor)? = #isolation) async throws {
-        try await channel.core.send(value)
+        do { try await channel.core.send(value) } catch { throw BluetoothError.publishing(error) }
         sent.withLock { $0 += 1 }
     }
 
@@ -103,7 +99,7 @@ package final class AcquiredSocket: Sendable {
     package func send(
         contentsOf values: ArraySlice<[UInt8]>, isolation actor: isolated (any Actor)? = #isolation
     ) async throws {
-        try await channel.core.send(contentsOf: values)
+        do { try await channel.core.send(contentsOf: values) } catch { throw BluetoothError.publishing(error) }
         sent.withLock { $0 += values.count }
     }
 
@@ -126,18 +122,5 @@ package final class AcquiredSocket: Sendable {
         }
         await channel.close()
         ended.withLock { $0 = true }
-    }
-}
-
-extension L2CAPChannel {
-    /// How many bytes sent into the socket its peer has not read yet (`ioctl(SIOCOUTQ)`; for
-    /// `AF_UNIX`, the bytes of the messages the peer has not taken); 0 once the channel has closed
-    /// its socket, whose number may by then be another descriptor's.
-    package nonisolated var unreadByteCount: Int {
-        core.withOpenSocket { socket in
-            var count: CInt = 0
-            guard ioctl(socket, UInt(0x5411), &count) == 0 else { return 0 }
-            return Int(count)
-        } ?? 0
     }
 }

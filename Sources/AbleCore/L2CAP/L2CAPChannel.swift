@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
+package import AbleIO
 
 /// An L2CAP connection-oriented channel: a reliable, ordered exchange of SDUs (packets) with one
 /// peer, over an LE credit-based connection.
@@ -113,7 +111,7 @@ public actor L2CAPChannel {
     /// - Important: Cancelling a send that waits sends nothing of its SDU; the SDUs after it are
     ///   unaffected.
     public nonisolated(nonsending) func send(_ packet: [UInt8]) async throws {
-        try await core.send(packet)
+        do { try await core.send(packet) } catch { throw BluetoothError.publishing(error) }
     }
 
     /// Sends several SDUs, in order, each whole: the cheapest way to stream small SDUs.
@@ -132,7 +130,7 @@ public actor L2CAPChannel {
     /// - Important: Cancelling the call while it waits drops the SDUs still queued; those the
     ///   socket took are sent.
     public nonisolated(nonsending) func send(contentsOf packets: [[UInt8]]) async throws {
-        try await core.send(contentsOf: packets)
+        do { try await core.send(contentsOf: packets) } catch { throw BluetoothError.publishing(error) }
     }
 
     /// Closes the channel and waits until its socket is closed.
@@ -179,8 +177,8 @@ extension L2CAPChannel {
             throw BluetoothError(errno, while: "making the socket nonblocking")
         }
         let core = ChannelCore(
-            socket: socket, operations: operations, sendMTU: sendMTU, receiveMTU: receiveMTU, watermarks: watermarks,
-            directReceiver: directReceiver)
+            socket: socket, operations: operations, sendMTU: sendMTU, receiveMTU: receiveMTU,
+            watermarks: watermarks.buffer, directReceiver: directReceiver)
         return L2CAPChannel(core: core, peerAddress: peerAddress, peerAddressType: peerAddressType)
     }
 
@@ -228,40 +226,18 @@ extension L2CAPChannel {
     }
 
     /// Makes a nonblocking AF_UNIX `SOCK_SEQPACKET` socketpair that carries `mtu`-byte SDUs; see
-    /// ``makePair(mtu:watermarks:socketBufferSize:operations:)``.
+    /// ``makePair(mtu:watermarks:socketBufferSize:operations:)``, and AbleIO's
+    /// `LocalSockets.seqpacketPair(mtu:socketBufferSize:operations:)`, which makes it.
     package static func makeSocketPair(
         mtu: Int,
         socketBufferSize: Int = 256 * 1024,
         operations: SocketOperations = .system
     ) throws -> (CInt, CInt) {
-        let type = CInt(SOCK_SEQPACKET.rawValue) | CInt(SOCK_NONBLOCK.rawValue) | CInt(SOCK_CLOEXEC.rawValue)
-        let pair: (CInt, CInt)
-        switch operations.socketPair(AF_UNIX, type, 0) {
-        case .success(let sockets): pair = sockets
-        case .failure(let errno): throw BluetoothError(errno, while: "creating a socketpair")
-        }
         do {
-            for socket in [pair.0, pair.1] {
-                if case .failure(let errno) = operations.setIntegerOption(
-                    socket, level: SOL_SOCKET, name: SO_SNDBUF, size: 4, value: socketBufferSize)
-                {
-                    throw BluetoothError(errno, while: "setting SO_SNDBUF")
-                }
-                let granted = try operations.integerOption(socket, level: SOL_SOCKET, name: SO_SNDBUF, size: 4).get()
-                guard mtu <= granted - 32 else {
-                    throw BluetoothError(
-                        .valueTooLong,
-                        message:
-                            "an AF_UNIX SOCK_SEQPACKET socket with SO_SNDBUF \(granted) cannot carry \(mtu)-byte SDUs"
-                    )
-                }
-            }
+            return try LocalSockets.seqpacketPair(mtu: mtu, socketBufferSize: socketBufferSize, operations: operations)
         } catch {
-            _ = operations.close(pair.0)
-            _ = operations.close(pair.1)
-            throw error
+            throw BluetoothError(error)
         }
-        return pair
     }
 
     // MARK: Observation, for tests and benchmarks
@@ -282,6 +258,10 @@ extension L2CAPChannel {
     /// read source stepped aside for it.
     package nonisolated var receiveFetchCounts: (consumer: Int, stepAside: Int) { core.packets.fetchCounts }
 
+    /// How many bytes sent into the socket its peer has not read yet; see `ChannelCore`'s
+    /// `unreadByteCount`.
+    package nonisolated var unreadByteCount: Int { core.unreadByteCount }
+
     /// How many sends have had to wait for room in the socket.
     package nonisolated var sendWaitCount: Int { core.sendWaitCount }
 
@@ -291,4 +271,9 @@ extension L2CAPChannel {
     /// The most SDUs one run of the socket's read handler has received before letting the
     /// channel's queue do other work.
     package nonisolated var longestReadRun: Int { core.longestReadRun }
+}
+
+extension L2CAPPacketStream.Watermarks {
+    /// The same watermarks, for the engine's buffer.
+    package var buffer: BufferWatermarks { BufferWatermarks(high: high, low: low) }
 }

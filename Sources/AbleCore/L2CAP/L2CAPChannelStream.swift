@@ -1,3 +1,5 @@
+import AbleIO
+
 /// The channels peers open to an ``L2CAPListener``, in the order they were accepted.
 ///
 /// ```swift
@@ -41,7 +43,7 @@ public struct L2CAPChannelStream: AsyncSequence, Sendable {
         ///   and every channel accepted before was taken.
         /// - Throws: ``BluetoothError`` once, if accepting failed.
         public mutating func next() async throws -> L2CAPChannel? {
-            try await buffer.next(isolation: nil)
+            do { return try await buffer.next(isolation: nil) } catch { throw BluetoothError.publishing(error) }
         }
 
         /// The next channel a peer opened, waiting for one, without leaving the caller's actor.
@@ -51,7 +53,7 @@ public struct L2CAPChannelStream: AsyncSequence, Sendable {
         ///   and every channel accepted before was taken.
         /// - Throws: ``BluetoothError`` once, if accepting failed.
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> L2CAPChannel? {
-            try await buffer.next(isolation: actor)
+            do { return try await buffer.next(isolation: actor) } catch { throw BluetoothError.publishing(error) }
         }
     }
 }

@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-    import Glibc
-#endif
+import AbleIO
 
 extension L2CAPListener {
     /// A listener whose channels are handed to it through the returned ``L2CAPChannelOffer``
@@ -15,28 +13,19 @@ extension L2CAPListener {
     /// - Returns: The listener, and the way to offer it channels.
     /// - Throws: ``BluetoothError`` when the socket cannot be made.
     package static func offeringChannels(on psm: PSM) throws -> (L2CAPListener, L2CAPChannelOffer) {
-        let type = CInt(SOCK_SEQPACKET.rawValue) | CInt(SOCK_NONBLOCK.rawValue) | CInt(SOCK_CLOEXEC.rawValue)
-        let socket = Glibc.socket(AF_UNIX, type, 0)
-        guard socket >= 0 else { throw BluetoothError(Errno.current, while: "creating a listening socket") }
-        // Binding with the family alone autobinds to a fresh abstract address.
-        var family = sa_family_t(AF_UNIX)
-        let bound = withUnsafePointer(to: &family) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.bind(socket, $0, socklen_t(MemoryLayout<sa_family_t>.size))
-            }
-        }
-        guard bound == 0, Glibc.listen(socket, 1) == 0, let identity = DescriptorIdentity(socket) else {
-            let error = BluetoothError(Errno.current, while: "listening on an AF_UNIX socket")
-            Glibc.close(socket)
-            throw error
+        let (socket, identity): (CInt, DescriptorIdentity)
+        do {
+            (socket, identity) = try LocalSockets.unconnectedListener()
+        } catch {
+            throw BluetoothError(error)
         }
         // Nobody connects to the socket, so nothing is ever accepted to be described.
-        let setUp = AcceptedChannelSetUp(peerAddressSize: 0) { _, _, _ in
+        let setUp = AcceptedChannelSetUp<L2CAPChannel>(peerAddressSize: 0) { _, _, _ in
             throw BluetoothError(.notSupported, message: "channels are offered to this listener, not accepted")
         }
         let core = ListenerCore(
             socket: socket, operations: .system,
-            watermarks: .default, setUp: setUp)
+            watermarks: L2CAPPacketStream.Watermarks.default.buffer, setUp: setUp)
         return (L2CAPListener(psm: psm, core: core), L2CAPChannelOffer(core: core, socket: identity))
     }
 }
@@ -46,7 +35,7 @@ extension L2CAPListener {
 /// It does not keep the listener alive: the listener closes when its last reference goes away,
 /// as any other does, and ``isListening`` turns `false`.
 package struct L2CAPChannelOffer: Sendable {
-    fileprivate let core: ListenerCore
+    fileprivate let core: ListenerCore<L2CAPChannel>
     fileprivate let socket: DescriptorIdentity
 
     /// Whether the listener still listens: its socket is not closed yet.

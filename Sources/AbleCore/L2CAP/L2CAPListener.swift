@@ -1,3 +1,5 @@
+package import AbleIO
+
 /// A server end of LE credit-based channels: listens on a PSM and delivers the channels that
 /// peers open to it.
 ///
@@ -31,7 +33,7 @@ public actor L2CAPListener {
     /// its buffering and end.
     public nonisolated let channels: L2CAPChannelStream
 
-    package nonisolated let core: ListenerCore
+    package nonisolated let core: ListenerCore<L2CAPChannel>
 
     /// Able's sockets event loop: the socket's handler runs there too.
     public nonisolated var unownedExecutor: UnownedSerialExecutor {
@@ -48,17 +50,17 @@ public actor L2CAPListener {
     ///   - operations: The socket calls to make.
     package init(
         listeningSocket socket: CInt, psm: PSM, watermarks: L2CAPPacketStream.Watermarks,
-        setUp: AcceptedChannelSetUp, operations: SocketOperations
+        setUp: AcceptedChannelSetUp<L2CAPChannel>, operations: SocketOperations
     ) {
         core = ListenerCore(
             socket: socket, operations: operations,
-            watermarks: watermarks, setUp: setUp)
+            watermarks: watermarks.buffer, setUp: setUp)
         self.psm = psm
         channels = L2CAPChannelStream(buffer: core.channels)
     }
 
     /// A listener around a running engine, for ``offeringChannels(on:)``.
-    init(psm: PSM, core: ListenerCore) {
+    init(psm: PSM, core: ListenerCore<L2CAPChannel>) {
         self.core = core
         self.psm = psm
         channels = L2CAPChannelStream(buffer: core.channels)

@@ -1,3 +1,5 @@
+import AbleIO
+
 /// The SDUs a peer sends on an ``L2CAPChannel``, one element per SDU, in order.
 ///
 /// ```swift
@@ -63,7 +65,7 @@ public struct L2CAPPacketStream: AsyncSequence, Sendable {
         /// - Throws: ``BluetoothError`` (``BluetoothError/Code/disconnected``) once, when the
         ///   connection was reset.
         public mutating func next() async throws -> [UInt8]? {
-            try await buffer.next(isolation: nil)
+            do { return try await buffer.next(isolation: nil) } catch { throw BluetoothError.publishing(error) }
         }
 
         /// The next SDU, waiting for one if none has arrived, without leaving the caller's actor.
@@ -74,7 +76,7 @@ public struct L2CAPPacketStream: AsyncSequence, Sendable {
         /// - Throws: ``BluetoothError`` (``BluetoothError/Code/disconnected``) once, when the
         ///   connection was reset.
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> [UInt8]? {
-            try await buffer.next(isolation: actor)
+            do { return try await buffer.next(isolation: actor) } catch { throw BluetoothError.publishing(error) }
         }
     }
 }

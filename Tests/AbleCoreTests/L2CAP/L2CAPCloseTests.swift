@@ -1,3 +1,4 @@
+import AbleIO
 import AbleTestSupport
 import Foundation
 import Testing

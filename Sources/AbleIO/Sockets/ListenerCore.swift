@@ -1,23 +1,21 @@
-import AbleIO
-
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// The engine of an ``L2CAPListener``: a listening, nonblocking L2CAP socket on the sockets'
+/// The engine of an L2CAP listener (the public `L2CAPListener`): a listening, nonblocking L2CAP socket on the sockets'
 /// event loop (``EventLoop/sockets``), whose read handler accepts the channels peers open and
 /// hands them to the channel stream.
 ///
 /// Thread safety: `channels` has its own lock; `isOpen`, `closeWaiters` and `isSocketClosed` are
 /// touched only on the loop. Hence `@unchecked Sendable`.
-package final class ListenerCore: @unchecked Sendable {
-    let socket: CInt
-    let operations: SocketOperations
+package final class ListenerCore<Channel: Sendable>: @unchecked Sendable {
+    package let socket: CInt
+    package let operations: SocketOperations
     /// The loop the socket's handler and the owning actor run on.
-    let loop: EventLoop
-    package let channels: WatermarkBuffer<L2CAPChannel>
-    let channelWatermarks: L2CAPPacketStream.Watermarks
-    let setUp: AcceptedChannelSetUp
+    package let loop: EventLoop
+    package let channels: WatermarkBuffer<Channel>
+    package let channelWatermarks: BufferWatermarks
+    package let setUp: AcceptedChannelSetUp<Channel>
 
     /// The socket's registration with the loop: reading while the stream has room.
     private let watch: LoopSocket
@@ -26,12 +24,12 @@ package final class ListenerCore: @unchecked Sendable {
     private var isSocketClosed = false
 
     /// How many accepted channels may wait for the consumer before the listener stops accepting.
-    static let acceptWatermarks = L2CAPPacketStream.Watermarks(high: 16, low: 4)
+    package static var acceptWatermarks: BufferWatermarks { BufferWatermarks(high: 16, low: 4) }
 
     /// Takes over a listening, nonblocking socket and starts accepting.
-    init(
+    package init(
         socket: CInt, operations: SocketOperations, loop: EventLoop = .sockets,
-        watermarks: L2CAPPacketStream.Watermarks, setUp: AcceptedChannelSetUp
+        watermarks: BufferWatermarks, setUp: AcceptedChannelSetUp<Channel>
     ) {
         self.socket = socket
         self.setUp = setUp
@@ -81,25 +79,25 @@ package final class ListenerCore: @unchecked Sendable {
             case .failure(let errno) where errno.isWouldBlock:
                 return
             case .failure(let errno):
-                finish(throwing: BluetoothError(errno, while: "accepting an L2CAP connection"))
+                finish(throwing: SocketError(errno, while: "accepting an L2CAP connection"))
                 return
             }
         }
     }
 
-    private func makeChannel(_ socket: CInt, peer: UnsafeRawBufferPointer) throws -> L2CAPChannel {
+    private func makeChannel(_ socket: CInt, peer: UnsafeRawBufferPointer) throws -> Channel {
         if case .failure(let errno) = operations.setNonblocking(socket) {
-            throw BluetoothError(errno, while: "making the accepted socket nonblocking")
+            throw SocketError(errno, while: "making the accepted socket nonblocking")
         }
         let accepted = try setUp.describe(socket, peer, operations)
         let core = ChannelCore(
             socket: socket, operations: operations, loop: loop, sendMTU: accepted.sendMTU,
             receiveMTU: accepted.receiveMTU, watermarks: channelWatermarks)
-        return L2CAPChannel(core: core, peerAddress: accepted.peerAddress, peerAddressType: accepted.peerAddressType)
+        return accepted.make(core)
     }
 
     /// Ends the stream and closes the socket; on the loop.
-    private func finish(throwing error: BluetoothError?) {
+    private func finish(throwing error: SocketError?) {
         loop.checkIsolated()
         guard isOpen else { return }
         isOpen = false
@@ -119,7 +117,7 @@ package final class ListenerCore: @unchecked Sendable {
     /// Stops listening and waits until the socket is closed.
     ///
     /// - Parameter actor: The owning listener, whose executor is the loop.
-    func close(isolation actor: isolated (any Actor)? = #isolation) async {
+    package func close(isolation actor: isolated (any Actor)? = #isolation) async {
         finish(throwing: nil)
         await withUnsafeContinuation(isolation: actor) { continuation in
             if isSocketClosed {
@@ -131,29 +129,26 @@ package final class ListenerCore: @unchecked Sendable {
     }
 
     /// Starts closing, from anywhere, without waiting.
-    func closeSoon() {
+    package func closeSoon() {
         loop.execute { self.finish(throwing: nil) }
     }
 }
 
-/// How a listener learns what it needs of a socket it accepted: the kernel's L2CAP sockets
-/// report their MTUs through `getsockopt(2)` and their peer as a `sockaddr_l2`.
-package struct AcceptedChannelSetUp: Sendable {
+/// How a listener learns what it needs of a socket it accepted, and makes its channel: the
+/// kernel's L2CAP sockets report their MTUs through `getsockopt(2)` and their peer as a
+/// `sockaddr_l2`, which the channel keeps.
+package struct AcceptedChannelSetUp<Channel: Sendable>: Sendable {
     /// What a backend reads off an accepted socket.
-    package struct Accepted: Sendable {
+    package struct Accepted {
         package var sendMTU: Int
         package var receiveMTU: Int
-        package var peerAddress: BluetoothAddress?
-        package var peerAddressType: BluetoothAddress.AddressType?
+        /// Makes the channel around the accepted socket's engine.
+        package var make: (ChannelCore) -> Channel
 
-        package init(
-            sendMTU: Int, receiveMTU: Int, peerAddress: BluetoothAddress?,
-            peerAddressType: BluetoothAddress.AddressType?
-        ) {
+        package init(sendMTU: Int, receiveMTU: Int, make: @escaping (ChannelCore) -> Channel) {
             self.sendMTU = sendMTU
             self.receiveMTU = receiveMTU
-            self.peerAddress = peerAddress
-            self.peerAddressType = peerAddressType
+            self.make = make
         }
     }
 

@@ -5,12 +5,12 @@
 /// Thread safety: ``action`` is set once, right after the object is built, before anything can
 /// call it, and cleared at most once when nothing can call it any more; in between it is only
 /// read. Hence `@unchecked Sendable`.
-final class LateCall: @unchecked Sendable {
+package final class LateCall: @unchecked Sendable {
     /// What to run.
-    var action: (@Sendable () -> Void)?
+    package var action: (@Sendable () -> Void)?
 
     /// Runs ``action``, if it is set.
-    func callAsFunction() {
+    package func callAsFunction() {
         action?()
     }
 }

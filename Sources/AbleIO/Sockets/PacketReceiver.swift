@@ -1,4 +1,3 @@
-import AbleIO
 import CLinux
 
 #if canImport(Glibc)
@@ -41,19 +40,19 @@ import CLinux
 /// Thread safety: used by one party at a time, the socket's read handler or a consumer that
 /// receives for itself, as the channel's ``WatermarkBuffer`` arranges (its lock orders the
 /// turns); hence `@unchecked Sendable`.
-final class PacketReceiver: @unchecked Sendable {
-    enum Outcome {
+package final class PacketReceiver: @unchecked Sendable {
+    package enum Outcome {
         case packet([UInt8])
         case wouldBlock
         /// The end: normal (`nil`), or an error. Boxed, so that an outcome is two words and every
         /// SDU's outcome is returned in registers, not copied through memory at the size of an
         /// error.
-        indirect case end(BluetoothError?)
+        indirect case end(SocketError?)
     }
 
-    let socket: CInt
-    let operations: SocketOperations
-    let receiveMTU: Int
+    package let socket: CInt
+    package let operations: SocketOperations
+    package let receiveMTU: Int
 
     private let scratch: UnsafeMutableRawBufferPointer
     /// The `recvmmsg` headers, one per slot of `scratch`; empty when SDUs are received one by one.
@@ -69,11 +68,11 @@ final class PacketReceiver: @unchecked Sendable {
     /// How many more SDUs to take one per `recv` before asking with `recvmmsg` again.
     private var singleReceivesLeft = 0
     /// A reset's error, held back until the SDUs queued before it are out.
-    private var deferredError: BluetoothError? {
+    private var deferredError: SocketError? {
         didSet { hasDeferredError = deferredError != nil }
     }
     /// The end met (`nil` for a normal one); meaningful once `hasEnded`.
-    private var end: BluetoothError?
+    private var end: SocketError?
     // Tested on every call instead of the optionals themselves, which each test copies whole.
     private var hasDeferredError = false
     private var hasEnded = false
@@ -93,21 +92,21 @@ final class PacketReceiver: @unchecked Sendable {
     /// Runs the socket's read handler on the loop: for an end this receiver met that the socket
     /// may not report (an SDU over the MTU, an error the kernel reported once), so that the
     /// handler meets it too and tears the channel down.
-    let kickReader = LateCall()
+    package let kickReader = LateCall()
 
     /// How many `recvmmsg` calls in a row that bring one SDU each turn the receiver to single
     /// `recv` calls.
-    static let loneBatchesBeforeSingles = 4
+    package static let loneBatchesBeforeSingles = 4
     /// How many SDUs the receiver then takes one per `recv` before it asks with `recvmmsg` again.
-    static let singleReceivesPerProbe = 64
+    package static let singleReceivesPerProbe = 64
 
     /// How many SDUs one `recvmmsg` receives at most: as many slots of the MTU as fit in 8 KB, up
     /// to 8; `1` (SDUs received one by one) over ``directReceiveThreshold``.
-    static func batchCapacity(receiveMTU: Int) -> Int {
+    package static func batchCapacity(receiveMTU: Int) -> Int {
         receiveMTU > directReceiveThreshold ? 1 : min(8, max(1, 8192 / max(receiveMTU, 1)))
     }
 
-    init(socket: CInt, operations: SocketOperations, receiveMTU: Int, batching: Bool = false) {
+    package init(socket: CInt, operations: SocketOperations, receiveMTU: Int, batching: Bool = false) {
         self.socket = socket
         self.operations = operations
         self.receiveMTU = receiveMTU
@@ -133,7 +132,7 @@ final class PacketReceiver: @unchecked Sendable {
     }
 
     /// Receives one SDU, if one is there.
-    func receive() -> Outcome {
+    package func receive() -> Outcome {
         if hasEnded { return .end(end) }
         // The `recvmmsg` call is looked up only when it is made: binding it here retained its
         // context on every call, also on the calls that answer from the last batch.
@@ -143,7 +142,7 @@ final class PacketReceiver: @unchecked Sendable {
 
     /// Whether the next ``receive()`` will answer without asking the socket, because the SDUs
     /// received so far were all the socket held: the one just received came alone.
-    var tookAll: Bool { socketDrained && batch.next >= batch.count }
+    package var tookAll: Bool { socketDrained && batch.next >= batch.count }
 
     /// One SDU through `recv(2)`.
     private func receiveOne() -> Outcome {
@@ -188,8 +187,9 @@ final class PacketReceiver: @unchecked Sendable {
     private func ending(forNonSDULength length: Int) -> Outcome {
         if length == 0 { return ended(deferredError) }
         return ended(
-            BluetoothError(
-                .protocolError, message: "received an SDU of \(length) bytes, over the receive MTU of \(receiveMTU)"))
+            SocketError(
+                .protocolViolation, message: "received an SDU of \(length) bytes, over the receive MTU of \(receiveMTU)"
+            ))
     }
 
     /// What a receive that failed with `errno` gives: `nil` to try again (interrupted, or the
@@ -201,10 +201,10 @@ final class PacketReceiver: @unchecked Sendable {
             return .wouldBlock
         }
         if errno.isDisconnection && !hasDeferredError {
-            deferredError = BluetoothError(errno, while: "receiving on the L2CAP channel")
+            deferredError = SocketError(errno, while: "receiving on the L2CAP channel")
             return nil
         }
-        return ended(deferredError ?? BluetoothError(errno, while: "receiving on the L2CAP channel"))
+        return ended(deferredError ?? SocketError(errno, while: "receiving on the L2CAP channel"))
     }
 
     /// ``receive()`` through `recvmmsg`: the next SDU of the last batch, else a new batch.
@@ -261,7 +261,7 @@ final class PacketReceiver: @unchecked Sendable {
 
     /// For a consumer that found no SDU buffered: the next one if it is there, else `nil`. An
     /// end met here is left to the socket's read handler, which ``kickReader`` runs.
-    func receiveForConsumer() -> [UInt8]? {
+    package func receiveForConsumer() -> [UInt8]? {
         switch receive() {
         case .packet(let packet):
             return packet
@@ -275,11 +275,11 @@ final class PacketReceiver: @unchecked Sendable {
 
     /// Takes back an SDU this receiver handed out, once its taker is done with it: if nobody else
     /// holds it, its storage receives the next SDU that fits (see ``ByteStorage``).
-    func recycle(_ value: consuming [UInt8]) {
+    package func recycle(_ value: consuming [UInt8]) {
         storage.recycle(value)
     }
 
-    private func ended(_ error: BluetoothError?) -> Outcome {
+    private func ended(_ error: SocketError?) -> Outcome {
         end = error
         hasEnded = true
         return .end(error)

@@ -1,7 +1,8 @@
+import AbleTestSupport
 import Foundation
 import Testing
 
-@testable import AbleCore
+@testable import AbleIO
 
 /// The receiving side of a notification socket (`PacketReceiver` with `batching`): several SDUs per
 /// `recvmmsg(2)`, no call wasted on a socket the last call found empty, and the end and errors in
@@ -12,7 +13,7 @@ struct PacketReceiverTests {
     static func receiver(
         holding packets: [[UInt8]], receiveMTU: Int, injection: FaultInjection, batching: Bool = true
     ) throws -> (receiver: PacketReceiver, sender: CInt, socket: CInt) {
-        let (sender, socket) = try L2CAPChannel.makeSocketPair(mtu: max(receiveMTU, 100))
+        let (sender, socket) = try LocalSockets.seqpacketPair(mtu: max(receiveMTU, 100))
         for packet in packets {
             let sent = packet.withUnsafeBytes { Glibc.send(sender, $0.baseAddress, $0.count, 0) }
             #expect(sent == packet.count)
@@ -261,7 +262,7 @@ struct PacketReceiverTests {
             Issue.record("the oversized SDU did not end the stream")
             return
         }
-        #expect(error.code == .protocolError)
+        #expect(error.reason == .protocolViolation)
         #expect(error.message.contains("80 bytes"))
         guard case .end(.some) = receiver.receive() else {
             Issue.record("the end was not reported again")
@@ -294,7 +295,7 @@ struct PacketReceiverTests {
             Issue.record("the reset did not end the stream")
             return
         }
-        #expect(error.code == .disconnected)
+        #expect(error.errno?.category == .disconnection)
     }
 
     @Test("A receiver that does not batch (an L2CAP channel's) receives one SDU per recv")

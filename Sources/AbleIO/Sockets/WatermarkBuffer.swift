@@ -1,5 +1,3 @@
-import AbleIO
-
 /// The storage of a stream fed by a socket's read handler: a ``WatermarkBufferStateMachine`` behind a
 /// mutex, the consumer's continuation, and the switch that pauses and resumes the producer.
 ///
@@ -9,12 +7,12 @@ import AbleIO
 /// rather than wait for the event loop to run the producer, which saves two thread handoffs
 /// per element when the consumer keeps up. Fetches run outside the lock, one at a time.
 package final class WatermarkBuffer<Element: Sendable>: Sendable {
-    typealias Machine = WatermarkBufferStateMachine<Element, UnsafeContinuation<Element?, any Error>>
+    package typealias Machine = WatermarkBufferStateMachine<Element, UnsafeContinuation<Element?, any Error>>
 
     private struct State: Sendable {
-        var machine: Machine
+        package var machine: Machine
         /// What to run once the fetch under way ends: closing the socket waits for it.
-        var afterFetch: (@Sendable () -> Void)?
+        package var afterFetch: (@Sendable () -> Void)?
     }
 
     private let state: Lock<State>
@@ -34,7 +32,7 @@ package final class WatermarkBuffer<Element: Sendable>: Sendable {
     ///   - consumerCancelled: Runs once, without the lock, when the cancellation of the consumer's
     ///     task ended the buffer: the place to stop the work behind the stream. The producer is
     ///     resumed if it was paused, and what it produces from then on is discarded.
-    init(
+    package init(
         watermarks: Machine.Watermarks,
         pauseProducer: @escaping @Sendable () -> Void,
         resumeProducer: @escaping @Sendable () -> Void,
@@ -49,7 +47,7 @@ package final class WatermarkBuffer<Element: Sendable>: Sendable {
     }
 
     /// What ``produce(_:)`` did.
-    enum ProduceOutcome {
+    package enum ProduceOutcome {
         /// `fetch` had nothing.
         case nothing
         /// The element went to the consumer or into the buffer.
@@ -62,7 +60,7 @@ package final class WatermarkBuffer<Element: Sendable>: Sendable {
     /// Fetches an element, unless the consumer is fetching, and hands it to the consumer or buffers it.
     ///
     /// - Parameter fetch: Returns the element, or `nil` if there is none; called without the lock.
-    func produce(_ fetch: () -> Element?) -> ProduceOutcome {
+    package func produce(_ fetch: () -> Element?) -> ProduceOutcome {
         // Pausing and resuming happen under the lock: they must reach the socket in the order
         // they were decided, and the flags that say which one is due live here.
         let start = state.withLock { state in
@@ -100,14 +98,14 @@ package final class WatermarkBuffer<Element: Sendable>: Sendable {
     /// Hands an element to the consumer or buffers it.
     ///
     /// - Returns: `true` if the buffer is now full and the producer was paused: stop producing.
-    func produce(_ element: Element) -> Bool {
+    package func produce(_ element: Element) -> Bool {
         produce { element } == .paused
     }
 
     /// Ends the stream: the consumer gets the elements already buffered, then `nil` or `error`.
     ///
     /// A paused producer is resumed, so that it meets the end and stops for good.
-    func finish(throwing error: (any Error)? = nil) {
+    package func finish(throwing error: (any Error)? = nil) {
         end { $0.finish(error.map { .failed($0) } ?? .finished) }
     }
 
@@ -142,7 +140,7 @@ package final class WatermarkBuffer<Element: Sendable>: Sendable {
     /// that fetched).
     ///
     /// After ``finish(throwing:)`` no fetch starts, so this is where the socket may be closed.
-    func whenNotFetching(_ body: @escaping @Sendable () -> Void) {
+    package func whenNotFetching(_ body: @escaping @Sendable () -> Void) {
         let now = state.withLock { state in
             guard state.machine.isFetching else { return true }
             state.afterFetch = body
@@ -158,13 +156,13 @@ package final class WatermarkBuffer<Element: Sendable>: Sendable {
     package var isProducerPaused: Bool { state.withLock { $0.machine.isProducerPaused } }
 
     /// How many times the producer was paused because the consumer fell behind.
-    var pauseCount: Int { state.withLock { $0.machine.pauseCount } }
+    package var pauseCount: Int { state.withLock { $0.machine.pauseCount } }
 
     /// How many times the consumer found nothing and waited.
-    var waitCount: Int { state.withLock { $0.machine.waitCount } }
+    package var waitCount: Int { state.withLock { $0.machine.waitCount } }
 
     /// How many times the consumer fetched for itself, and how many times the producer stepped aside.
-    var fetchCounts: (consumer: Int, stepAside: Int) {
+    package var fetchCounts: (consumer: Int, stepAside: Int) {
         state.withLock { ($0.machine.consumerFetchCount, $0.machine.stepAsideCount) }
     }
 
@@ -175,9 +173,9 @@ package final class WatermarkBuffer<Element: Sendable>: Sendable {
     /// elements already buffered, then `nil`; `consumerCancelled` runs.
     ///
     /// - Returns: The element, or `nil` once the stream has ended and every element was taken.
-    /// - Throws: The error the stream ended with (once), or ``BluetoothError/Code/inProgress`` if
+    /// - Throws: The error the stream ended with (once), or ``SocketError/Code/inProgress`` if
     ///   another task is already waiting.
-    func next(isolation actor: isolated (any Actor)? = #isolation) async throws -> Element? {
+    package func next(isolation actor: isolated (any Actor)? = #isolation) async throws -> Element? {
         // A consumer cancelled before it asks ends the stream too, not only one cancelled while it
         // waits: a producer faster than the consumer would otherwise keep it busy forever.
         if Task.isCancelled { cancel() }
@@ -226,12 +224,31 @@ package final class WatermarkBuffer<Element: Sendable>: Sendable {
                 case .end(nil): continuation.resume(returning: nil)
                 case .busy:
                     continuation.resume(
-                        throwing: BluetoothError(
-                            .inProgress, message: "another task is already waiting for the next element"))
+                        throwing: SocketError(
+                            .busy, message: "another task is already waiting for the next element"))
                 }
             }
         } onCancel: {
             cancel()
         }
+    }
+}
+
+/// When a producer stops and restarts filling a ``WatermarkBuffer``: it pauses when `high`
+/// elements wait for the consumer and resumes when the consumer has taken them down to `low`.
+package struct BufferWatermarks: Hashable, Sendable {
+    /// How many waiting elements pause the producer; at least 1.
+    package var high: Int
+    /// How many waiting elements resume it; less than ``high``.
+    package var low: Int
+
+    /// Creates watermarks.
+    ///
+    /// - Parameters:
+    ///   - high: How many waiting elements pause the producer; at least 1.
+    ///   - low: How many waiting elements resume it; 0 or more, less than `high`.
+    package init(high: Int, low: Int) {
+        self.high = high
+        self.low = low
     }
 }

@@ -1,4 +1,3 @@
-package import AbleIO
 import CLinux
 import Synchronization
 
@@ -6,7 +5,8 @@ import Synchronization
     import Glibc
 #endif
 
-/// The engine of an ``L2CAPChannel``: one connected, nonblocking `SOCK_SEQPACKET` socket on the
+/// The engine of an L2CAP channel (the public `L2CAPChannel`) and of a characteristic's acquired
+/// socket: one connected, nonblocking `SOCK_SEQPACKET` socket on the
 /// sockets' event loop (``EventLoop/sockets``), whose read handler receives SDUs into the packet
 /// buffer, and whose write handler sends the SDUs that found the socket full.
 ///
@@ -18,7 +18,7 @@ import Synchronization
 /// The socket's handlers hold the core; cancelling the watch (``tearDown(ending:sendError:)``)
 /// releases them, and the owning channel tears down when it goes away.
 package final class ChannelCore: @unchecked Sendable {
-    typealias SendWaiter = UnsafeContinuation<Void, any Error>
+    package typealias SendWaiter = UnsafeContinuation<Void, any Error>
 
     /// Takes every received SDU straight from the socket's read handler, on the loop,
     /// instead of the packet buffer: for a socket whose values go on into a buffer of their own
@@ -32,25 +32,24 @@ package final class ChannelCore: @unchecked Sendable {
     /// policy (a notification stream drops the newest and counts it).
     package struct DirectReceiver: Sendable {
         /// Called with each SDU, in order, on the loop.
-        let packet: @Sendable ([UInt8]) -> Void
+        package let packet: @Sendable ([UInt8]) -> Void
         /// Called once when the socket ends, from either side, after the last SDU: `nil` for a
         /// normal end (the peer's hang-up or this side's close), else the error.
-        let end: @Sendable (BluetoothError?) -> Void
+        package let end: @Sendable (SocketError?) -> Void
 
-        package init(packet: @escaping @Sendable ([UInt8]) -> Void, end: @escaping @Sendable (BluetoothError?) -> Void)
-        {
+        package init(packet: @escaping @Sendable ([UInt8]) -> Void, end: @escaping @Sendable (SocketError?) -> Void) {
             self.packet = packet
             self.end = end
         }
     }
 
-    let socket: CInt
-    let operations: SocketOperations
+    package let socket: CInt
+    package let operations: SocketOperations
     /// The loop the socket's handlers and the owning actor run on.
-    let loop: EventLoop
-    let sendMTU: Int
-    let receiveMTU: Int
-    let packets: WatermarkBuffer<[UInt8]>
+    package let loop: EventLoop
+    package let sendMTU: Int
+    package let receiveMTU: Int
+    package let packets: WatermarkBuffer<[UInt8]>
 
     private let receiver: PacketReceiver
     private let directReceiver: DirectReceiver?
@@ -97,7 +96,7 @@ package final class ChannelCore: @unchecked Sendable {
         loop: EventLoop = .sockets,
         sendMTU: Int,
         receiveMTU: Int,
-        watermarks: L2CAPPacketStream.Watermarks,
+        watermarks: BufferWatermarks,
         directReceiver: DirectReceiver? = nil
     ) {
         self.directReceiver = directReceiver
@@ -147,11 +146,11 @@ package final class ChannelCore: @unchecked Sendable {
     /// lets the loop's other work run; the socket, still readable, is handled again on the
     /// loop's next turn.
     ///
-    /// A consumer that shares the channel's executor (as ``L2CAPChannel`` suggests) runs on the
+    /// A consumer that shares the channel's executor (as `L2CAPChannel` suggests) runs on the
     /// loop, as do the other sockets: without a bound, a handler that a fast peer keeps supplying
     /// would fill the packet buffer to its high watermark (1024 SDUs, 64 MiB at the largest)
     /// before anyone else gets a turn.
-    static let readBatch = (packets: 64, bytes: 256 * 1024)
+    package static let readBatch = (packets: 64, bytes: 256 * 1024)
 
     /// Receives the SDUs the socket holds, until it would block, the buffer is full, a consumer
     /// receives for itself, or a batch (``readBatch``) is done; on the loop.
@@ -238,9 +237,9 @@ package final class ChannelCore: @unchecked Sendable {
         case sent
         case wouldBlock
         /// The socket refused this packet only (`EMSGSIZE`); the channel goes on.
-        case rejected(BluetoothError)
+        case rejected(SocketError)
         /// Sending cannot go on.
-        case fatal(BluetoothError)
+        case fatal(SocketError)
     }
 
     /// One `send(2)` of a whole SDU, retried on `EINTR`.
@@ -261,8 +260,8 @@ package final class ChannelCore: @unchecked Sendable {
     /// count means the peer got a truncated SDU and the stream of SDUs can no longer be trusted.
     private static func shortSend(took count: Int, of length: Int) -> SendAttempt {
         .fatal(
-            BluetoothError(
-                .internalError,
+            SocketError(
+                .internalFailure,
                 message: "the socket took \(count) of the \(length) bytes of an SDU; the channel cannot go on"))
     }
 
@@ -270,13 +269,13 @@ package final class ChannelCore: @unchecked Sendable {
     private static func failedSend(_ errno: Errno, length: Int) -> SendAttempt {
         if errno.isWouldBlock { return .wouldBlock }
         if errno == .messageTooLong {
-            return .rejected(BluetoothError(errno, while: "sending an SDU of \(length) bytes"))
+            return .rejected(SocketError(errno, while: "sending an SDU of \(length) bytes"))
         }
-        return .fatal(BluetoothError(errno, while: "sending on the L2CAP channel"))
+        return .fatal(SocketError(errno, while: "sending on the L2CAP channel"))
     }
 
     /// At most how many packets one `sendmmsg(2)` carries.
-    static let packetsPerCall = 32
+    package static let packetsPerCall = 32
 
     /// Sends `count` packets, each taken from `next()` in order, with as few calls as the socket
     /// allows: `send(2)` for a single packet, `sendmmsg(2)` for several (up to ``packetsPerCall``
@@ -343,7 +342,7 @@ package final class ChannelCore: @unchecked Sendable {
     }
 
     /// Sends one SDU, waiting while the socket is full.
-    func send(_ packet: [UInt8], isolation actor: isolated (any Actor)? = #isolation) async throws {
+    package func send(_ packet: [UInt8], isolation actor: isolated (any Actor)? = #isolation) async throws {
         try check(packet)
         try await send(checked: .one(packet), isolation: actor)
     }
@@ -353,13 +352,13 @@ package final class ChannelCore: @unchecked Sendable {
     ///
     /// If it throws, the packets before the one that failed (or the first still queued when the
     /// task was cancelled) went into the socket, and none after it.
-    func send(contentsOf packets: [[UInt8]], isolation actor: isolated (any Actor)? = #isolation) async throws {
+    package func send(contentsOf packets: [[UInt8]], isolation actor: isolated (any Actor)? = #isolation) async throws {
         try await send(contentsOf: packets[...], isolation: actor)
     }
 
     /// Sends the packets of a slice in order, as the array's form does; a waiting send keeps the
     /// slice, not a copy of its packets.
-    func send(
+    package func send(
         contentsOf packets: ArraySlice<[UInt8]>, isolation actor: isolated (any Actor)? = #isolation
     ) async throws {
         for packet in packets { try check(packet) }
@@ -370,19 +369,19 @@ package final class ChannelCore: @unchecked Sendable {
     /// Throws if `packet` can never be sent on this channel.
     private func check(_ packet: [UInt8]) throws {
         guard !packet.isEmpty else {
-            throw BluetoothError(
-                .invalidArguments,
+            throw SocketError(
+                .invalidArgument,
                 message: "an L2CAP SDU cannot be empty: a SOCK_SEQPACKET peer could not tell it from the end")
         }
         guard packet.count <= sendMTU else {
-            throw BluetoothError(
-                .valueTooLong, message: "an SDU of \(packet.count) bytes is over the send MTU of \(sendMTU)")
+            throw SocketError(
+                .tooLong, message: "an SDU of \(packet.count) bytes is over the send MTU of \(sendMTU)")
         }
     }
 
     private enum SendStart {
         case done
-        case failed(BluetoothError)
+        case failed(SocketError)
         /// Wait under this id, with the packets from `offset` on; `socketFull` if the socket just
         /// said `EAGAIN` (rather than others being queued), so there is no point in trying it
         /// again before queueing.
@@ -400,7 +399,7 @@ package final class ChannelCore: @unchecked Sendable {
         case sent
         /// The socket is full with these left, the first at this index.
         case wouldBlock(from: Int)
-        case failed(BluetoothError)
+        case failed(SocketError)
     }
 
     /// Puts `packets[start...]` into the socket while it takes them; on the sending lock.
@@ -492,7 +491,7 @@ package final class ChannelCore: @unchecked Sendable {
 
     /// Sends the waiting SDUs, in order, while the socket takes them.
     private func writeAvailable() {
-        var resumptions: [(SendWaiter, BluetoothError?)] = []
+        var resumptions: [(SendWaiter, SocketError?)] = []
         sending.withLock { machine in
             defer {
                 if machine.writerIdle() { watch.set(.write, false) }
@@ -524,15 +523,15 @@ package final class ChannelCore: @unchecked Sendable {
 
     // MARK: Closing
 
-    private static let peerClosed = BluetoothError(.disconnected, message: "the peer closed the L2CAP channel")
-    private static let closed = BluetoothError(.notConnected, message: "the L2CAP channel is closed")
+    private static let peerClosed = SocketError(.peerClosed, message: "the peer closed the L2CAP channel")
+    private static let closed = SocketError(.closed, message: "the L2CAP channel is closed")
 
     /// Ends both directions and closes the socket once the loop has let go of it.
     ///
     /// - Parameters:
     ///   - error: What the packet stream ends with after its buffered packets; `nil` for a normal end.
     ///   - sendError: What waiting and later sends throw.
-    private func tearDown(ending error: BluetoothError?, sendError: BluetoothError) {
+    private func tearDown(ending error: SocketError?, sendError: SocketError) {
         loop.checkIsolated()
         guard case .open = lifecycle else { return }
         lifecycle = .closing(watched: true, waiters: [])
@@ -569,7 +568,7 @@ package final class ChannelCore: @unchecked Sendable {
     /// Closes the channel from this side and waits until the socket is closed.
     ///
     /// - Parameter actor: The owning channel, whose executor is the loop.
-    func close(isolation actor: isolated (any Actor)? = #isolation) async {
+    package func close(isolation actor: isolated (any Actor)? = #isolation) async {
         loop.checkIsolated()
         tearDown(ending: nil, sendError: Self.closed)
         await withUnsafeContinuation(isolation: actor) { continuation in
@@ -584,7 +583,7 @@ package final class ChannelCore: @unchecked Sendable {
     }
 
     /// Starts closing, from anywhere, without waiting.
-    func closeSoon() {
+    package func closeSoon() {
         loop.execute { self.tearDown(ending: nil, sendError: Self.closed) }
     }
 
@@ -593,28 +592,39 @@ package final class ChannelCore: @unchecked Sendable {
     /// Runs `body` with the descriptor, from any thread, unless the channel has closed it: its
     /// number may then belong to a descriptor opened since, elsewhere in the process. The channel
     /// does not close the descriptor while `body` runs; `body` must not block.
-    func withOpenSocket<Result>(_ body: (CInt) -> Result) -> Result? {
+    package func withOpenSocket<Result>(_ body: (CInt) -> Result) -> Result? {
         descriptorClosed.withLock { closed in closed ? nil : body(socket) }
     }
 
+    /// How many bytes sent into the socket its peer has not read yet (`ioctl(SIOCOUTQ)`; for
+    /// `AF_UNIX`, the bytes of the messages the peer has not taken); 0 once the core has closed
+    /// its socket, whose number may by then be another descriptor's.
+    package var unreadByteCount: Int {
+        withOpenSocket { socket in
+            var count: CInt = 0
+            guard ioctl(socket, UInt(0x5411), &count) == 0 else { return 0 }
+            return Int(count)
+        } ?? 0
+    }
+
     /// How many sends have had to wait for the socket.
-    var sendWaitCount: Int { sending.withLock { $0.waitCount } }
+    package var sendWaitCount: Int { sending.withLock { $0.waitCount } }
 
     /// How many sends wait now.
-    var pendingSendCount: Int { sending.withLock { $0.pendingCount } }
+    package var pendingSendCount: Int { sending.withLock { $0.pendingCount } }
 
     /// The most SDUs one run of the read handler has received.
-    var longestReadRun: Int { longestReadRunStorage.load(ordering: .relaxed) }
+    package var longestReadRun: Int { longestReadRunStorage.load(ordering: .relaxed) }
 }
 
 /// The message headers and vectors of one `sendmmsg(2)`, allocated once per channel rather than
 /// per call (32 headers are over the 1,024 bytes that a temporary allocation always keeps on
 /// the stack).
 private final class GatherSpace: @unchecked Sendable {
-    let messages: UnsafeMutablePointer<able_mmsghdr>
-    let vectors: UnsafeMutablePointer<iovec>
+    package let messages: UnsafeMutablePointer<able_mmsghdr>
+    package let vectors: UnsafeMutablePointer<iovec>
 
-    init(capacity: Int) {
+    package init(capacity: Int) {
         messages = .allocate(capacity: capacity)
         vectors = .allocate(capacity: capacity)
     }

@@ -4,8 +4,9 @@
 
 /// A C `errno` value that a socket call failed with.
 ///
-/// It is the ``BluetoothError/cause`` of the errors the L2CAP code throws, so that the kernel's
-/// own reason (`ECONNRESET`, `EACCES`, …) stays visible.
+/// It is the reason of the ``SocketError``s the socket code throws, and the public API keeps it as
+/// the `cause` of the `BluetoothError` it maps them to, so that the kernel's own reason
+/// (`ECONNRESET`, `EACCES`, …) stays visible.
 package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     /// The `errno` value.
     package var rawValue: CInt
@@ -73,25 +74,42 @@ package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
 /// The outcome of one system call: its value, or the `errno` it failed with.
 package typealias SyscallResult<Value> = Result<Value, Errno>
 
-extension BluetoothError {
-    /// The error for a socket call that failed with `errno`, classified by what the errno means.
-    ///
-    /// - Parameters:
-    ///   - errno: What the call failed with.
-    ///   - operation: What Able was doing, for the message, such as `sending on the L2CAP channel`.
-    package init(_ errno: Errno, while operation: String, file: String = #fileID, line: Int = #line) {
-        let code: Code
-        switch errno.rawValue {
-        case _ where errno.isDisconnection: code = .disconnected
-        case EMSGSIZE: code = .valueTooLong
-        case EACCES, EPERM: code = .notPermitted
-        case EINVAL: code = .invalidArguments
-        case EADDRINUSE: code = .alreadyExists
-        case EAFNOSUPPORT, EPROTONOSUPPORT, EOPNOTSUPP, ENOPROTOOPT: code = .notSupported
-        case ENODEV, EADDRNOTAVAIL: code = .notAvailable
-        case EBADF: code = .internalError
-        default: code = .failed
+extension Errno {
+    /// What an `errno` means for the caller, so that a layer that cannot see the C constants (the
+    /// public API maps these to `BluetoothError` codes) can tell the errors apart.
+    package enum Category: Sendable {
+        /// The connection is gone; see ``Errno/isDisconnection``.
+        case disconnection
+        /// `EMSGSIZE`.
+        case messageTooLong
+        /// `EACCES`, `EPERM`.
+        case notPermitted
+        /// `EINVAL`.
+        case invalidArgument
+        /// `EADDRINUSE`.
+        case addressInUse
+        /// `EAFNOSUPPORT`, `EPROTONOSUPPORT`, `EOPNOTSUPP`, `ENOPROTOOPT`.
+        case notSupported
+        /// `ENODEV`, `EADDRNOTAVAIL`.
+        case notAvailable
+        /// `EBADF`: a descriptor Able should not have used.
+        case badDescriptor
+        /// Anything else.
+        case other
+    }
+
+    /// What the `errno` means, for the caller.
+    package var category: Category {
+        switch rawValue {
+        case _ where isDisconnection: .disconnection
+        case EMSGSIZE: .messageTooLong
+        case EACCES, EPERM: .notPermitted
+        case EINVAL: .invalidArgument
+        case EADDRINUSE: .addressInUse
+        case EAFNOSUPPORT, EPROTONOSUPPORT, EOPNOTSUPP, ENOPROTOOPT: .notSupported
+        case ENODEV, EADDRNOTAVAIL: .notAvailable
+        case EBADF: .badDescriptor
+        default: .other
         }
-        self.init(code, message: "\(operation) failed: \(errno)", cause: errno, file: file, line: line)
     }
 }

@@ -1,38 +1,38 @@
 /// A first-in, first-out queue with amortized O(1) appends and removals at the front.
-struct RingBuffer<Element> {
+package struct RingBuffer<Element> {
     private var storage: [Element?] = []
     private var head = 0
 
     /// How many elements the queue holds.
     private(set) var count = 0
 
-    init() {}
+    package init() {}
 
-    var isEmpty: Bool { count == 0 }
+    package var isEmpty: Bool { count == 0 }
 
     /// The oldest element.
-    var first: Element? { count == 0 ? nil : storage[head] }
+    package var first: Element? { count == 0 ? nil : storage[head] }
 
     /// The element `offset` places from the oldest (`0` is ``first``); `offset` must be less than
     /// ``count``.
-    subscript(offset offset: Int) -> Element {
+    package subscript(offset offset: Int) -> Element {
         precondition(offset >= 0 && offset < count, "offset \(offset) out of a queue of \(count)")
         return storage[(head + offset) % storage.count]!
     }
 
     /// Changes the oldest element in place; the queue must not be empty.
-    mutating func updateFirst(_ update: (inout Element) -> Void) {
+    package mutating func updateFirst(_ update: (inout Element) -> Void) {
         precondition(count > 0, "no first element to update in an empty queue")
         update(&storage[head]!)
     }
 
-    mutating func append(_ element: Element) {
+    package mutating func append(_ element: Element) {
         if count == storage.count { grow() }
         storage[(head + count) % storage.count] = element
         count += 1
     }
 
-    mutating func popFirst() -> Element? {
+    package mutating func popFirst() -> Element? {
         guard count > 0 else { return nil }
         let element = storage[head]
         storage[head] = nil
@@ -42,7 +42,7 @@ struct RingBuffer<Element> {
     }
 
     /// Removes the first element that matches, keeping the order of the others.
-    mutating func removeFirst(where matches: (Element) -> Bool) -> Element? {
+    package mutating func removeFirst(where matches: (Element) -> Bool) -> Element? {
         var kept = RingBuffer()
         var removed: Element?
         while let element = popFirst() {
@@ -58,7 +58,7 @@ struct RingBuffer<Element> {
 
     /// Removes every element that matches, keeping the order of the others; returns them, oldest
     /// first.
-    mutating func removeAll(where matches: (Element) -> Bool) -> [Element] {
+    package mutating func removeAll(where matches: (Element) -> Bool) -> [Element] {
         var kept = RingBuffer()
         var removed: [Element] = []
         while let element = popFirst() {
@@ -73,7 +73,7 @@ struct RingBuffer<Element> {
     }
 
     /// Removes and returns all elements, oldest first.
-    mutating func removeAll() -> [Element] {
+    package mutating func removeAll() -> [Element] {
         var all: [Element] = []
         all.reserveCapacity(count)
         while let element = popFirst() { all.append(element) }

@@ -1,5 +1,3 @@
-package import AbleIO
-
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -12,15 +10,15 @@ package import AbleIO
 /// longer watched when the caller goes on to use or close it.
 package final class PendingConnect: Sendable {
     private struct State {
-        var continuation: UnsafeContinuation<Void, any Error>?
-        var outcome: Result<Void, any Error>?
-        var released = false
+        package var continuation: UnsafeContinuation<Void, any Error>?
+        package var outcome: Result<Void, any Error>?
+        package var released = false
     }
 
     private let socket: CInt
     private let operations: SocketOperations
     private let loop: EventLoop
-    private let describe: @Sendable (Errno) -> BluetoothError
+    private let describe: @Sendable (Errno) -> any Error
     private let state = Lock(State())
     private let watch: LoopSocket
 
@@ -29,7 +27,7 @@ package final class PendingConnect: Sendable {
         socket: CInt,
         operations: SocketOperations,
         loop: EventLoop,
-        describe: @escaping @Sendable (Errno) -> BluetoothError
+        describe: @escaping @Sendable (Errno) -> any Error
     ) {
         self.socket = socket
         self.operations = operations
@@ -46,15 +44,15 @@ package final class PendingConnect: Sendable {
     ///   - loop: Where to watch the socket.
     ///   - timeout: How long to wait.
     ///   - describe: The error for a connection that failed with an errno.
-    /// - Throws: ``BluetoothError`` from `describe` when `SO_ERROR` reports a failure,
-    ///   ``BluetoothError/Code/timeout`` after `timeout`, `CancellationError` when the task is
+    /// - Throws: What `describe` makes of the `errno` when `SO_ERROR` reports a failure,
+    ///   ``SocketError`` (``SocketError/Reason/timedOut``) after `timeout`, `CancellationError` when the task is
     ///   cancelled. The caller still owns the socket in every case.
     package static func wait(
         socket: CInt,
         operations: SocketOperations,
         loop: EventLoop = .sockets,
         timeout: Duration,
-        describe: @escaping @Sendable (Errno) -> BluetoothError
+        describe: @escaping @Sendable (Errno) -> any Error
     ) async throws {
         let pending = PendingConnect(socket: socket, operations: operations, loop: loop, describe: describe)
         try await pending.wait(timeout: timeout)
@@ -64,7 +62,7 @@ package final class PendingConnect: Sendable {
         let (seconds, attoseconds) = timeout.components
         let nanoseconds = max(0, seconds) * 1_000_000_000 + max(0, attoseconds) / 1_000_000_000
         let timer = LoopTimer {
-            self.decide(.failure(BluetoothError(.timeout, message: "the L2CAP connection took longer than \(timeout)")))
+            self.decide(.failure(SocketError(.timedOut, message: "the L2CAP connection took longer than \(timeout)")))
         }
         loop.execute { [loop] in
             timer.deadline = LoopTimer.now() &+ UInt64(clamping: nanoseconds)

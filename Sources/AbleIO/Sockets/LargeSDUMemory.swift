@@ -19,15 +19,15 @@ import Synchronization
 /// over ``minimumReceiveMTU``: each arena then keeps up to 2 MiB of freed memory rather than
 /// 128 KiB, and blocks up to 1 MiB come from the heap rather than `mmap`. Unlike setting the
 /// thresholds with `mallopt`, this keeps glibc adjusting them, and it never lowers them.
-enum LargeSDUMemory {
+package enum LargeSDUMemory {
     /// The receive MTU above which a channel raises the thresholds.
-    static let minimumReceiveMTU = 16 * 1024
+    package static let minimumReceiveMTU = 16 * 1024
 
     /// The block whose release raises the thresholds: 1 MiB.
-    static let blockSize = 1 << 20
+    package static let blockSize = 1 << 20
 
     /// Raises glibc's thresholds, once per process, if `receiveMTU` is large.
-    static func prepare(receiveMTU: Int) {
+    package static func prepare(receiveMTU: Int) {
         guard receiveMTU > minimumReceiveMTU else { return }
         _ = raised
     }

@@ -1,5 +1,3 @@
-package import AbleIO
-
 extension EventLoop {
     /// The loop every socket of Able runs on: L2CAP channels and listeners, connections under
     /// way, and characteristics' acquired sockets. Their actors use it as their executor, so

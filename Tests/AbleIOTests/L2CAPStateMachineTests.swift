@@ -1,6 +1,6 @@
 import Testing
 
-@testable import AbleCore
+@testable import AbleIO
 
 /// The plain state machines behind the channel, driven synchronously.
 struct L2CAPWatermarkBufferTests {
@@ -55,7 +55,7 @@ struct L2CAPWatermarkBufferTests {
         }
         _ = machine.produce(8)
         guard
-            case .end(nil, nil, resumeProducer: 0) = machine.finish(.failed(BluetoothError(.disconnected, message: "")))
+            case .end(nil, nil, resumeProducer: 0) = machine.finish(.failed(SocketError(.peerClosed, message: "")))
         else {
             Issue.record("unexpected finish action")
             return
@@ -68,7 +68,7 @@ struct L2CAPWatermarkBufferTests {
             Issue.record("the error was not delivered")
             return
         }
-        #expect((error as? BluetoothError)?.code == .disconnected)
+        #expect((error as? SocketError)?.reason == .peerClosed)
         guard case .end(nil) = machine.next() else {
             Issue.record("the error was delivered twice")
             return
@@ -201,12 +201,12 @@ struct L2CAPWatermarkBufferTests {
     @Test("Cancelling after the producer failed still delivers the error")
     func cancelAfterFailure() {
         var machine = Machine(watermarks: .init(high: 4, low: 1))
-        _ = machine.finish(.failed(BluetoothError(.disconnected, message: "")))
+        _ = machine.finish(.failed(SocketError(.peerClosed, message: "")))
         guard case .none = machine.cancel(), case .end(let error?) = machine.next() else {
             Issue.record("the cancellation replaced the error")
             return
         }
-        #expect((error as? BluetoothError)?.code == .disconnected)
+        #expect((error as? SocketError)?.reason == .peerClosed)
     }
 }
 
@@ -288,7 +288,7 @@ struct L2CAPSendStateMachineTests {
         let refused = machine.removeNextSend()
         #expect(refused == "batch")
         #expect(machine.nextPacket == [4])
-        let failed = machine.fail(BluetoothError(.disconnected, message: "gone"))
+        let failed = machine.fail(SocketError(.peerClosed, message: "gone"))
         #expect(failed == ["after"])
     }
 
@@ -296,9 +296,9 @@ struct L2CAPSendStateMachineTests {
     func failure() {
         var machine = Machine()
         _ = machine.enqueue(id: 1, packet: [1], waiter: "a", tryFirst: false)
-        let failed = machine.fail(BluetoothError(.disconnected, message: "gone"))
+        let failed = machine.fail(SocketError(.peerClosed, message: "gone"))
         #expect(failed == ["a"])
-        guard case .fail(let error) = machine.start(), error.code == .disconnected else {
+        guard case .fail(let error) = machine.start(), error.reason == .peerClosed else {
             Issue.record("a send after the failure was allowed")
             return
         }
@@ -306,8 +306,8 @@ struct L2CAPSendStateMachineTests {
             Issue.record("a send after the failure was queued")
             return
         }
-        _ = machine.fail(BluetoothError(.notConnected, message: "closed"))
-        #expect(machine.failure?.code == .disconnected)
+        _ = machine.fail(SocketError(.closed, message: "closed"))
+        #expect(machine.failure?.reason == .peerClosed)
     }
 
     @Test("Queued packets read ahead in order across sends and the ring's wrap; taking them finishes each send once")

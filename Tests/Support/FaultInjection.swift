@@ -1,19 +1,17 @@
-import AbleIO
+package import AbleIO
 import CLinux
 import Foundation
 
-@testable import AbleCore
-
 /// Socket calls that fail on cue and otherwise call the real ones: queue up faults for `send`
 /// and `receive`, and each call takes the next one.
-final class FaultInjection: Sendable {
-    enum Fault: Sendable, CustomStringConvertible {
+package final class FaultInjection: Sendable {
+    package enum Fault: Sendable, CustomStringConvertible {
         /// Fail with this errno, doing nothing.
         case error(CInt)
         /// Send only the first `n` bytes of the SDU (a real, truncated send) and report `n`.
         case short(Int)
 
-        var description: String {
+        package var description: String {
             switch self {
             case .error(let errno): "\(Errno(errno))"
             case .short(let count): "short write of \(count) bytes"
@@ -22,53 +20,56 @@ final class FaultInjection: Sendable {
     }
 
     private struct State {
-        var sendFaults: [Fault] = []
-        var receiveFaults: [Fault] = []
-        var sendMessagesFaults: [Fault] = []
-        var sendCalls = 0
-        var sendMessagesCalls = 0
-        var receiveCalls = 0
-        var receiveMessagesCalls = 0
+        package var sendFaults: [Fault] = []
+        package var receiveFaults: [Fault] = []
+        package var sendMessagesFaults: [Fault] = []
+        package var sendCalls = 0
+        package var sendMessagesCalls = 0
+        package var receiveCalls = 0
+        package var receiveMessagesCalls = 0
     }
 
     private let state = Lock(State())
 
+    /// Socket calls with no fault queued yet.
+    package init() {}
+
     /// Makes the next `send` calls fail, in order.
-    func failSends(_ faults: Fault...) {
+    package func failSends(_ faults: Fault...) {
         state.withLock { $0.sendFaults += faults }
     }
 
     /// Makes the next `sendMessages` calls (`sendmmsg`, several queued packets at once) fail, in
     /// order; `.short(n)` truncates the call's first packet to `n` bytes.
-    func failSendMessages(_ faults: Fault...) {
+    package func failSendMessages(_ faults: Fault...) {
         state.withLock { $0.sendMessagesFaults += faults }
     }
 
     /// Makes the next `receive` calls fail, in order.
-    func failReceives(_ faults: Fault...) {
+    package func failReceives(_ faults: Fault...) {
         state.withLock { $0.receiveFaults += faults }
     }
 
     /// How many times `send` was called.
-    var sendCalls: Int { state.withLock { $0.sendCalls } }
+    package var sendCalls: Int { state.withLock { $0.sendCalls } }
 
     /// How many times `sendMessages` was called.
-    var sendMessagesCalls: Int { state.withLock { $0.sendMessagesCalls } }
+    package var sendMessagesCalls: Int { state.withLock { $0.sendMessagesCalls } }
 
     /// How many times `receive` was called.
-    var receiveCalls: Int { state.withLock { $0.receiveCalls } }
+    package var receiveCalls: Int { state.withLock { $0.receiveCalls } }
 
     /// How many of those were `receiveMessages` (`recvmmsg`) calls.
-    var receiveMessagesCalls: Int { state.withLock { $0.receiveMessagesCalls } }
+    package var receiveMessagesCalls: Int { state.withLock { $0.receiveMessagesCalls } }
 
     /// Faults still queued.
-    var pendingFaults: Int {
+    package var pendingFaults: Int {
         state.withLock { $0.sendFaults.count + $0.sendMessagesFaults.count + $0.receiveFaults.count }
     }
 
     /// The real calls with the faults in front of `send`, `sendMessages`, `receive` and
     /// `receiveMessages`.
-    var operations: SocketOperations {
+    package var operations: SocketOperations {
         var operations = SocketOperations.system
         operations.send = { socket, bytes, flags in
             let fault = self.state.withLock { state -> Fault? in
@@ -130,17 +131,5 @@ final class FaultInjection: Sendable {
             }
         }
         return operations
-    }
-
-    /// A channel with these faults, and an ordinary channel connected to it.
-    func makePair(
-        mtu: Int = 4096,
-        watermarks: L2CAPPacketStream.Watermarks = .default
-    ) throws -> (faulty: L2CAPChannel, peer: L2CAPChannel) {
-        let (first, second) = try L2CAPChannel.makeSocketPair(mtu: mtu)
-        let faulty = try L2CAPChannel.wrapping(
-            socket: first, sendMTU: mtu, receiveMTU: mtu, watermarks: watermarks, operations: operations)
-        let peer = try L2CAPChannel.wrapping(socket: second, sendMTU: mtu, receiveMTU: mtu, watermarks: watermarks)
-        return (faulty, peer)
     }
 }

@@ -17,17 +17,17 @@
 ///
 /// The machine only decides; its storage carries out the actions. `Waiter` is what a suspended
 /// consumer waits with (a continuation; a plain value in tests).
-struct WatermarkBufferStateMachine<Element, Waiter> {
+package struct WatermarkBufferStateMachine<Element, Waiter> {
     /// How a finished buffer ends, once its elements are taken.
-    enum Termination {
+    package enum Termination {
         case finished
         case failed(any Error)
     }
 
     /// The bounds: pause the producer at `high`, resume it at `low`.
-    struct Watermarks: Hashable, Sendable {
-        var high: Int
-        var low: Int
+    package struct Watermarks: Hashable, Sendable {
+        package var high: Int
+        package var low: Int
     }
 
     private var elements = RingBuffer<Element>()
@@ -55,22 +55,22 @@ struct WatermarkBufferStateMachine<Element, Waiter> {
     private(set) var stepAsideCount = 0
 
     /// The bounds.
-    let watermarks: Watermarks
+    package let watermarks: Watermarks
 
     /// Creates an empty, open buffer.
     ///
     /// - Parameter watermarks: `high` ≥ 1 and `0` ≤ `low` < `high`.
-    init(watermarks: Watermarks) {
+    package init(watermarks: Watermarks) {
         precondition(watermarks.high >= 1 && watermarks.low >= 0 && watermarks.low < watermarks.high)
         self.watermarks = watermarks
     }
 
     /// How many elements wait for the consumer.
-    var bufferedCount: Int { elements.count }
+    package var bufferedCount: Int { elements.count }
 
     // MARK: Producer
 
-    enum StartFetchAction {
+    package enum StartFetchAction {
         /// Fetch, then report with ``produce(_:)`` or ``fetchEnded()``.
         case fetch
         /// The consumer is fetching: stop; if `pauseProducer`, pause the producer until it is done.
@@ -81,7 +81,7 @@ struct WatermarkBufferStateMachine<Element, Waiter> {
     ///
     /// A producer that is paused (its source suspended) may still be run by a stray kick: it is
     /// told to stop, so that the buffer keeps its bound.
-    mutating func producerStartsFetching() -> StartFetchAction {
+    package mutating func producerStartsFetching() -> StartFetchAction {
         guard !isProducerPaused else { return .stepAside(pauseProducer: false) }
         guard isFetching else {
             isFetching = true
@@ -93,7 +93,7 @@ struct WatermarkBufferStateMachine<Element, Waiter> {
         return .stepAside(pauseProducer: true)
     }
 
-    enum ProduceAction {
+    package enum ProduceAction {
         /// Resume the waiting consumer with the element.
         case resume(Waiter, Element)
         /// The element was buffered.
@@ -105,7 +105,7 @@ struct WatermarkBufferStateMachine<Element, Waiter> {
     }
 
     /// The producer fetched an element (its fetch is over).
-    mutating func produce(_ element: Element) -> ProduceAction {
+    package mutating func produce(_ element: Element) -> ProduceAction {
         isFetching = false
         guard termination == nil else { return .discard }
         if let waiter {
@@ -124,14 +124,14 @@ struct WatermarkBufferStateMachine<Element, Waiter> {
     /// A fetch, by the producer or the consumer, ended without an element for the buffer.
     ///
     /// - Returns: Whether to resume the producer, which stepped aside meanwhile.
-    mutating func fetchEnded() -> Bool {
+    package mutating func fetchEnded() -> Bool {
         isFetching = false
         guard isProducerDeferred else { return false }
         isProducerDeferred = false
         return true
     }
 
-    enum FinishAction {
+    package enum FinishAction {
         /// Nothing to do (already ended).
         case none
         /// Resume the waiting consumer with the end (`nil` error: a normal end), and the paused
@@ -140,7 +140,7 @@ struct WatermarkBufferStateMachine<Element, Waiter> {
     }
 
     /// The producer ends the buffer; elements already in it are still delivered.
-    mutating func finish(_ termination: Termination) -> FinishAction {
+    package mutating func finish(_ termination: Termination) -> FinishAction {
         guard self.termination == nil else { return .none }
         self.termination = termination
         let resumeProducer = (isProducerPaused ? 1 : 0) + (isProducerDeferred ? 1 : 0)
@@ -155,7 +155,7 @@ struct WatermarkBufferStateMachine<Element, Waiter> {
 
     // MARK: Consumer
 
-    enum NextAction {
+    package enum NextAction {
         /// Return this element; if `resumeProducer`, resume the paused producer.
         case element(Element, resumeProducer: Bool)
         /// The buffer is over: return `nil`, or throw the error.
@@ -170,7 +170,7 @@ struct WatermarkBufferStateMachine<Element, Waiter> {
     /// The consumer asks for the next element.
     ///
     /// - Parameter mayFetch: Whether the consumer can fetch for itself.
-    mutating func next(mayFetch: Bool = false) -> NextAction {
+    package mutating func next(mayFetch: Bool = false) -> NextAction {
         if let element = elements.popFirst() {
             var resumeProducer = false
             if isProducerPaused && elements.count <= watermarks.low {
@@ -193,11 +193,11 @@ struct WatermarkBufferStateMachine<Element, Waiter> {
     /// The consumer's fetch is over; it keeps the element, if it got one.
     ///
     /// - Returns: Whether to resume the producer, which stepped aside meanwhile.
-    mutating func consumerFetched() -> Bool {
+    package mutating func consumerFetched() -> Bool {
         fetchEnded()
     }
 
-    enum WaitAction {
+    package enum WaitAction {
         /// The waiter is stored; the producer, the end or a cancellation will resume it.
         case suspended
         /// Resume the waiter now with this element (an element arrived in between); if
@@ -211,7 +211,7 @@ struct WatermarkBufferStateMachine<Element, Waiter> {
 
     /// The consumer suspends with `waiter`, after ``next(mayFetch:)`` said `.wait` or its fetch
     /// found nothing.
-    mutating func wait(_ waiter: Waiter) -> WaitAction {
+    package mutating func wait(_ waiter: Waiter) -> WaitAction {
         guard self.waiter == nil else { return .busy }
         switch next() {
         case .wait, .fetch:
@@ -230,7 +230,7 @@ struct WatermarkBufferStateMachine<Element, Waiter> {
     /// end (an error the producer ended the buffer with before is still delivered); a waiting
     /// consumer is resumed with it, and a paused producer is resumed so that it can go on to
     /// discard what it fetches, or be torn down.
-    mutating func cancel() -> FinishAction {
+    package mutating func cancel() -> FinishAction {
         finish(.finished)
     }
 

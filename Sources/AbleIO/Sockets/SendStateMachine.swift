@@ -1,9 +1,9 @@
 /// The packets of one send: a single SDU, or several in order (an array's slice, not copied).
-enum SendPackets: Sendable {
+package enum SendPackets: Sendable {
     case one([UInt8])
     case many(ArraySlice<[UInt8]>)
 
-    var count: Int {
+    package var count: Int {
         switch self {
         case .one: 1
         case .many(let packets): packets.count
@@ -11,7 +11,7 @@ enum SendPackets: Sendable {
     }
 
     /// The packet at `index`, counted from this send's first (`0`).
-    subscript(index: Int) -> [UInt8] {
+    package subscript(index: Int) -> [UInt8] {
         switch self {
         case .one(let packet): packet
         case .many(let packets): packets[packets.startIndex + index]
@@ -31,22 +31,22 @@ enum SendPackets: Sendable {
 /// when the socket has taken them all, rather than once per packet.
 ///
 /// `Waiter` is what a suspended sender waits with (a continuation; a plain value in tests).
-struct SendStateMachine<Waiter> {
-    struct Pending {
-        var id: UInt64
-        var packets: SendPackets
+package struct SendStateMachine<Waiter> {
+    package struct Pending {
+        package var id: UInt64
+        package var packets: SendPackets
         /// How many of `packets` the socket has taken.
-        var taken: Int
-        var waiter: Waiter
+        package var taken: Int
+        package var waiter: Waiter
 
-        var left: Int { packets.count - taken }
+        package var left: Int { packets.count - taken }
     }
 
     private var pending = RingBuffer<Pending>()
     private var nextID: UInt64 = 0
 
     /// The error every send throws from now on, once sending has ended.
-    private(set) var failure: BluetoothError?
+    private(set) var failure: SocketError?
 
     /// Whether the write source is paused; it runs only while sends wait.
     private(set) var isWriterPaused = true
@@ -57,48 +57,48 @@ struct SendStateMachine<Waiter> {
     /// How many packets wait (a batch counts each of its packets).
     private(set) var pendingCount = 0
 
-    init() {}
+    package init() {}
 
-    enum StartAction {
+    package enum StartAction {
         /// Nothing is queued: try the socket now.
         case sendNow
         /// Others are queued: wait, under this id.
         case wait(id: UInt64)
         /// Sending has ended.
-        case fail(BluetoothError)
+        case fail(SocketError)
     }
 
     /// A send starts.
-    mutating func start() -> StartAction {
+    package mutating func start() -> StartAction {
         if let failure { return .fail(failure) }
         guard pending.isEmpty else { return .wait(id: makeID()) }
         return .sendNow
     }
 
     /// A new id for a send that has to wait.
-    mutating func makeID() -> UInt64 {
+    package mutating func makeID() -> UInt64 {
         nextID &+= 1
         return nextID
     }
 
-    enum EnqueueAction {
+    package enum EnqueueAction {
         /// Queued; if `resumeWriter`, resume the write source.
         case queued(resumeWriter: Bool)
         /// Nothing is queued any more: try the socket now, then enqueue again on `EAGAIN`.
         case sendNow
         /// Sending has ended.
-        case fail(BluetoothError)
+        case fail(SocketError)
     }
 
     /// A send of one packet that has to wait offers it; `tryFirst` lets it try the socket itself
     /// if the queue has emptied since it started.
-    mutating func enqueue(id: UInt64, packet: [UInt8], waiter: Waiter, tryFirst: Bool) -> EnqueueAction {
+    package mutating func enqueue(id: UInt64, packet: [UInt8], waiter: Waiter, tryFirst: Bool) -> EnqueueAction {
         enqueue(id: id, packets: .one(packet), from: 0, waiter: waiter, tryFirst: tryFirst)
     }
 
     /// A send that has to wait offers the packets the socket has not taken yet, from `offset` on
     /// (at least one), in order; `waiter` is resumed once they have all gone.
-    mutating func enqueue(
+    package mutating func enqueue(
         id: UInt64, packets: SendPackets, from offset: Int, waiter: Waiter, tryFirst: Bool
     ) -> EnqueueAction {
         if let failure { return .fail(failure) }
@@ -113,7 +113,7 @@ struct SendStateMachine<Waiter> {
     }
 
     /// The packet the write source should send next.
-    var nextPacket: [UInt8]? {
+    package var nextPacket: [UInt8]? {
         pending.first.map { $0.packets[$0.taken] }
     }
 
@@ -121,7 +121,7 @@ struct SendStateMachine<Waiter> {
     /// ``nextPacket`` on, for one or more `sendmmsg(2)` calls; `body` may take at most
     /// ``pendingCount`` of them. Reading takes nothing off the queue: ``removeSent(_:finished:)``
     /// does, once the socket has said how many it took.
-    func readingAhead<Result>(_ body: (_ next: () -> [UInt8]) -> Result) -> Result {
+    package func readingAhead<Result>(_ body: (_ next: () -> [UInt8]) -> Result) -> Result {
         guard var entry = pending.first else { return body { preconditionFailure("no packet is queued") } }
         var entryOffset = 0
         var index = entry.taken
@@ -138,7 +138,7 @@ struct SendStateMachine<Waiter> {
 
     /// The socket took the next `count` packets: calls `finished` with the waiter of each send it
     /// finished, in order.
-    mutating func removeSent(_ count: Int, finished: (Waiter) -> Void) {
+    package mutating func removeSent(_ count: Int, finished: (Waiter) -> Void) {
         precondition(count <= pendingCount, "the socket took \(count) of \(pendingCount) queued packets")
         pendingCount -= count
         var count = count
@@ -155,14 +155,14 @@ struct SendStateMachine<Waiter> {
 
     /// The socket refused the packet from ``nextPacket`` (that packet only): its send ends, with the
     /// packets of it still queued. Returns the send's waiter.
-    mutating func removeNextSend() -> Waiter? {
+    package mutating func removeNextSend() -> Waiter? {
         guard let first = pending.popFirst() else { return nil }
         pendingCount -= first.left
         return first.waiter
     }
 
     /// The write source found the queue empty: whether to pause it.
-    mutating func writerIdle() -> Bool {
+    package mutating func writerIdle() -> Bool {
         guard pending.isEmpty, !isWriterPaused else { return false }
         isWriterPaused = true
         return true
@@ -170,7 +170,7 @@ struct SendStateMachine<Waiter> {
 
     /// A waiting send was cancelled: its waiter, if the socket had not taken all of it yet. Its
     /// packets still queued are dropped; those the socket took are gone.
-    mutating func cancel(id: UInt64) -> Waiter? {
+    package mutating func cancel(id: UInt64) -> Waiter? {
         guard let cancelled = pending.removeFirst(where: { $0.id == id }) else { return nil }
         pendingCount -= cancelled.left
         return cancelled.waiter
@@ -179,7 +179,7 @@ struct SendStateMachine<Waiter> {
     /// Sending ends with `error` (the first error is kept if sending had already ended).
     ///
     /// - Returns: The waiting senders, to resume with ``failure``.
-    mutating func fail(_ error: BluetoothError) -> [Waiter] {
+    package mutating func fail(_ error: SocketError) -> [Waiter] {
         if failure == nil { failure = error }
         pendingCount = 0
         return pending.removeAll().map(\.waiter)
