@@ -5,8 +5,8 @@ import AbleIO
 /// simulated delay and every timeout of the radio's adapters runs.
 ///
 /// Nothing waits in real time. Advertising intervals, connection and service-resolution times,
-/// delayed notifications, and the timeouts of ``/AbleCore/Peripheral/connect(timeout:)`` and
-/// ``/AbleCore/ScanStream/first(timeout:)`` on the radio's adapters are deadlines on this clock; the
+/// delayed notifications, and the timeouts of ``/Able/Peripheral/connect(timeout:)`` and
+/// ``/Able/ScanStream/first(timeout:)`` on the radio's adapters are deadlines on this clock; the
 /// code under test can sleep on it too (`try await radio.clock.sleep(for: .seconds(1))`).
 ///
 /// **Automatic mode** (the default): time jumps to the next deadline as soon as everything is

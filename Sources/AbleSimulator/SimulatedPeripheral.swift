@@ -117,7 +117,7 @@ public final class SimulatedPeripheral: Sendable {
     }
 
     /// Makes connections come up without their services ever being resolved, so that
-    /// ``/AbleCore/Peripheral/connect(timeout:)`` times out; ``resolveServices()`` undoes it.
+    /// ``/Able/Peripheral/connect(timeout:)`` times out; ``resolveServices()`` undoes it.
     public func neverResolveServices() {
         radio.state.withLock { $0.devices[address]?.servicesResolve = false }
     }
@@ -128,7 +128,7 @@ public final class SimulatedPeripheral: Sendable {
     }
 
     /// Makes the link drop while the next GATT request (read or write) is in flight: the request
-    /// throws ``/AbleCore/BluetoothError/Code/disconnected``, as do the notification streams.
+    /// throws ``/Able/BluetoothError/Code/disconnected``, as do the notification streams.
     public func dropLinkDuringNextRequest() {
         radio.state.withLock { $0.devices[address]?.dropLinkOnNextRequest = true }
     }
@@ -152,12 +152,12 @@ public final class SimulatedPeripheral: Sendable {
     /// firmware update that sends Service Changed does (or a BlueZ peripheral registering another
     /// GATT application).
     ///
-    /// What a connected central sees, as on BlueZ: its ``/AbleCore/Peripheral/serviceChanges()``
-    /// streams report the change; ``/AbleCore/Peripheral/services()`` gives the new database; a
+    /// What a connected central sees, as on BlueZ: its ``/Able/Peripheral/serviceChanges()``
+    /// streams report the change; ``/Able/Peripheral/services()`` gives the new database; a
     /// notification stream of a characteristic that is not there any more as it was (same
     /// service, UUID, properties and position) ends with
-    /// ``/AbleCore/BluetoothError/Code/attributeRemoved``, naming it, as do operations on a
-    /// characteristic a ``/AbleCore/Peripheral`` used before the change. The change is one event,
+    /// ``/Able/BluetoothError/Code/attributeRemoved``, naming it, as do operations on a
+    /// characteristic a ``/Able/Peripheral`` used before the change. The change is one event,
     /// as one Service Changed indication is on BlueZ.
     ///
     /// - Parameter services: The new database and handlers, as in ``SimulatedRadio/addPeripheral(address:advertisement:rssi:mtu:timing:services:)``.

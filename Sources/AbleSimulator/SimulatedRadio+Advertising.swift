@@ -15,9 +15,9 @@ extension SimulatedRadio {
     /// BlueZ version or controller.
     ///
     /// - Parameters:
-    ///   - capabilities: What the adapter offers; ``/AbleCore/AdvertisingCapabilities/availableInstances``
+    ///   - capabilities: What the adapter offers; ``/Able/AdvertisingCapabilities/availableInstances``
     ///     counts every instance of the adapter (those its running sets use are subtracted), and
-    ///     ``/AbleCore/AdvertisingCapabilities/activeInstances`` is ignored.
+    ///     ``/Able/AdvertisingCapabilities/activeInstances`` is ignored.
     ///   - adapter: The simulated adapter, from ``makeAdapter(name:address:)``.
     public func setAdvertisingCapabilities(_ capabilities: AdvertisingCapabilities, of adapter: Adapter) {
         state.withLock { state in
@@ -27,7 +27,7 @@ extension SimulatedRadio {
         }
     }
 
-    /// Makes a simulated adapter offer passive scanning (``/AbleCore/Adapter/passiveScan(_:)``), as
+    /// Makes a simulated adapter offer passive scanning (``/Able/Adapter/passiveScan(_:)``), as
     /// BlueZ does with its experimental interfaces, or not, as it does by default.
     public func setPassiveScanning(_ supported: Bool, of adapter: Adapter) {
         state.withLock { state in

@@ -13,7 +13,7 @@ struct KnownDeviceRecord {
 extension SimulatedRadio {
     // MARK: Adapters that come and go
 
-    /// Every adapter on the radio now, sorted by name: what `Adapter.all()` (module `Able`) gives on a
+    /// Every adapter on the radio now, sorted by name: what ``/Able/Adapter/all()`` gives on a
     /// real system.
     public func adapters() -> [Adapter] {
         SimulatedAdapterDirectory(radio: self).adapters().map(Adapter.init(backend:))
@@ -21,16 +21,16 @@ extension SimulatedRadio {
 
     /// The radio's adapters appearing and disappearing: `.added` for every adapter now, then
     /// ``makeAdapter(name:address:)`` and ``removeAdapter(named:)`` as they happen; what
-    /// `Adapter.events()` (module `Able`) gives on a real system, with the same buffering (every event
+    /// ``/Able/Adapter/events()`` gives on a real system, with the same buffering (every event
     /// kept until consumed).
     public func adapterEvents() -> AsyncStream<AdapterEvent> {
         SimulatedAdapterDirectory(radio: self).adapterEvents()
     }
 
     /// Removes an adapter, as unplugging it does: its connections drop, its scans and notification
-    /// streams end with ``/AbleCore/BluetoothError/Code/adapterRemoved``, its state becomes absent and
+    /// streams end with ``/Able/BluetoothError/Code/adapterRemoved``, its state becomes absent and
     /// its operations fail until ``makeAdapter(name:address:)`` adds one of that name again (which
-    /// gets the same address back, and makes the ``/AbleCore/Adapter`` values kept for it work again).
+    /// gets the same address back, and makes the ``/Able/Adapter`` values kept for it work again).
     ///
     /// - Parameter name: The adapter's name, such as `hci1`.
     public func removeAdapter(named name: String) {
@@ -213,13 +213,13 @@ extension SimulatedPeripheralBackend: BondBackend {
 
 extension SimulatedRadio {
     /// Sleeps until `deadline` in simulated time, as a connect of `adapter`'s waits for its
-    /// device; ends early, with ``/AbleCore/BluetoothError/Code/adapterRemoved``, when the adapter is
+    /// device; ends early, with ``/Able/BluetoothError/Code/adapterRemoved``, when the adapter is
     /// removed meanwhile, as BlueZ ends a `Connect` under way when its adapter goes.
     ///
     /// The sleep is the clock's own (the simulation sees it as any other), in a child task that
     /// the removal's waiter, its sibling, outlives or cancels.
     ///
-    /// - Throws: ``/AbleCore/BluetoothError/Code/adapterRemoved``, or `CancellationError` when the
+    /// - Throws: ``/Able/BluetoothError/Code/adapterRemoved``, or `CancellationError` when the
     ///   task is cancelled first.
     func sleep(until deadline: SimulatedClock.Instant, whileAdapterPresent adapter: BluetoothAddress) async throws {
         let removed = try await withThrowingTaskGroup(of: Bool.self) { group in

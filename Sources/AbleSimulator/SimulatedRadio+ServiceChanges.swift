@@ -1,7 +1,7 @@
 import AbleCore
 import AbleIO
 
-/// One ``/AbleCore/Peripheral/serviceChanges()`` stream of a simulated central, and the database it
+/// One ``/Able/Peripheral/serviceChanges()`` stream of a simulated central, and the database it
 /// saw last (`nil` until the connection first resolved its services).
 struct ServiceChangeListener {
     var continuation: AsyncStream<ServiceChange>.Continuation
@@ -12,7 +12,7 @@ extension SimulatedRadio {
     /// Replaces the GATT database (and handlers) a device serves, as a firmware update or a server
     /// registering another application does, and tells the connected centrals: each
     /// subscription to a characteristic that is no longer there as it was ends with
-    /// ``/AbleCore/BluetoothError/Code/attributeRemoved``, then each central's service-change streams
+    /// ``/Able/BluetoothError/Code/attributeRemoved``, then each central's service-change streams
     /// report the new database. The links stay up.
     func replaceDatabase(
         of peripheral: BluetoothAddress, with core: GATTServerCore?, events: GATTServerEvents?? = .none

@@ -21,11 +21,11 @@ import AbleIO
 /// service-resolution time, and every timeout of the radio's adapters runs on ``clock``, which
 /// by default jumps ahead as soon as everything is waiting, so nothing sleeps in real time.
 /// GATT operations complete without delay. A GATT server started on one simulated adapter, and
-/// advertised with ``/AbleCore/Adapter/startAdvertising(_:)``, is reachable from a central on another.
+/// advertised with ``/Able/Adapter/startAdvertising(_:)``, is reachable from a central on another.
 ///
 /// Faults are injected through the ``SimulatedPeripheral`` that ``addPeripheral(address:advertisement:rssi:mtu:timing:services:)``
 /// returns (or ``peripheral(_:)`` for a simulated adapter's server), and through the adapters'
-/// own API (``/AbleCore/Adapter/setPowered(_:)``).
+/// own API (``/Able/Adapter/setPowered(_:)``).
 public final class SimulatedRadio: Sendable {
     let state = Lock(RadioState())
 
@@ -92,7 +92,7 @@ public final class SimulatedRadio: Sendable {
         return Adapter(backend: SimulatedAdapterBackend(radio: self, name: name, address: address))
     }
 
-    /// Adds an advertising peripheral with a GATT server declared like ``/AbleCore/GATTServer``'s.
+    /// Adds an advertising peripheral with a GATT server declared like ``/Able/GATTServer``'s.
     ///
     /// - Parameters:
     ///   - address: Its address.
@@ -100,7 +100,7 @@ public final class SimulatedRadio: Sendable {
     ///   - rssi: The signal strength scans report, in dBm.
     ///   - mtu: The ATT MTU of a connection to it.
     ///   - timing: How long its advertising interval, connection and service resolution take.
-    ///   - services: Its GATT database and handlers, as in ``/AbleCore/GATTServer/start(on:pacing:_:)``.
+    ///   - services: Its GATT database and handlers, as in ``/Able/GATTServer/start(on:pacing:_:)``.
     /// - Returns: A handle to drive the peripheral from the test: notify, disconnect, inject faults.
     @discardableResult
     public func addPeripheral(

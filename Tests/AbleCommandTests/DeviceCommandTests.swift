@@ -1,6 +1,6 @@
 import Able
-import AbleSimulator
 import AbleIO
+import AbleSimulator
 import AbleTestSupport
 import Testing
 
