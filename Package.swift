@@ -25,13 +25,13 @@ let package = Package(
         // loops, <malloc.h> for the soak's heap figures (part of libc: nothing to install).
         .systemLibrary(name: "CLinux"),
         // The layers, bottom up: AbleIO (the epoll event loop, the delivery buffers and lock, the
-        // socket engine), AbleDBus, AbleCore (the public API and the backend seam; no C), the
+        // socket engine, the kernel's L2CAP socket set-up), AbleDBus, AbleCore (the public API and the backend seam; no C), the
         // backends AbleBlueZ and AbleSimulator, and Able (AbleCore re-exported, with the system's
         // adapters on BlueZ).
-        .target(name: "AbleIO", dependencies: ["CLinux"]),
+        .target(name: "AbleIO", dependencies: ["CLinux", "CBluetooth"]),
         .target(name: "AbleDBus", dependencies: ["AbleIO", "CDBus", "CLinux"]),
         .target(name: "AbleCore", dependencies: ["AbleIO"]),
-        .target(name: "AbleBlueZ", dependencies: ["AbleCore", "AbleDBus", "AbleIO", "CBluetooth"]),
+        .target(name: "AbleBlueZ", dependencies: ["AbleCore", "AbleDBus", "AbleIO"]),
         .target(name: "AbleSimulator", dependencies: ["AbleCore", "AbleIO"]),
         .target(name: "Able", dependencies: ["AbleCore", "AbleBlueZ"]),
         .target(name: "AbleCommand", dependencies: ["Able", "AbleBlueZ", "AbleSimulator", "AbleIO", "CLinux"]),

@@ -21,6 +21,10 @@ extension BluetoothError {
         case .busy: code = .inProgress
         case .protocolViolation: code = .protocolError
         case .internalFailure: code = .internalError
+        case .notSupported: code = .notSupported
+        case .alreadyInUse: code = .alreadyExists
+        case .notPermitted: code = .notPermitted
+        case .connectionFailed: code = .connectionAttemptFailed
         }
         self.init(code, message: error.message, cause: error.errno, file: error.file, line: error.line)
     }

@@ -29,6 +29,20 @@ package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     package static let messageTooLong = Errno(EMSGSIZE)
     /// `EAFNOSUPPORT`: the kernel has no such address family (no Bluetooth here).
     package static let addressFamilyNotSupported = Errno(EAFNOSUPPORT)
+    /// `ECONNREFUSED`: the peer refused the connection (nothing listens there).
+    package static let connectionRefused = Errno(ECONNREFUSED)
+    /// `ECONNABORTED`: this side's stack ended the connection.
+    package static let connectionAborted = Errno(ECONNABORTED)
+    /// `EACCES`: the peer or the kernel demands more (security, privilege).
+    package static let permissionDenied = Errno(EACCES)
+    /// `EPERM`: the operation is not permitted.
+    package static let operationNotPermitted = Errno(EPERM)
+    /// `ETIMEDOUT`: the peer did not answer in time.
+    package static let timedOut = Errno(ETIMEDOUT)
+    /// `EHOSTDOWN`: the peer is down.
+    package static let hostDown = Errno(EHOSTDOWN)
+    /// `EHOSTUNREACH`: the peer cannot be reached.
+    package static let hostUnreachable = Errno(EHOSTUNREACH)
 
     /// Whether the call should be retried at once (`EINTR`).
     package var isInterrupted: Bool { rawValue == EINTR }

@@ -27,6 +27,14 @@ package struct SocketError: Error, Sendable, CustomStringConvertible {
         case protocolViolation
         /// The engine's own state cannot go on, such as a datagram socket that took part of an SDU.
         case internalFailure
+        /// The kernel lacks what was asked for, such as Bluetooth sockets.
+        case notSupported
+        /// The address or PSM is taken.
+        case alreadyInUse
+        /// The caller lacks the privilege or the security, such as for a SIG-assigned PSM.
+        case notPermitted
+        /// The peer refused the connection or did not answer.
+        case connectionFailed
     }
 
     /// What went wrong.
@@ -37,15 +45,19 @@ package struct SocketError: Error, Sendable, CustomStringConvertible {
     package var file: String
     /// The line in the file.
     package var line: Int
+    /// The `errno` behind an error of the engine's own reason, if one is.
+    private var underlyingErrno: Errno?
 
     /// An error of the engine's own.
     ///
     /// - Parameters:
     ///   - reason: What went wrong.
     ///   - message: What happened, for people.
-    package init(_ reason: Reason, message: String, file: String = #fileID, line: Int = #line) {
+    ///   - errno: The `errno` behind it, if a call failed.
+    package init(_ reason: Reason, message: String, errno: Errno? = nil, file: String = #fileID, line: Int = #line) {
         self.reason = reason
         self.message = message
+        self.underlyingErrno = errno
         self.file = file
         self.line = line
     }
@@ -62,7 +74,7 @@ package struct SocketError: Error, Sendable, CustomStringConvertible {
 
     /// The `errno` behind the error, if a system call failed.
     package var errno: Errno? {
-        if case .system(let errno) = reason { errno } else { nil }
+        if case .system(let errno) = reason { errno } else { underlyingErrno }
     }
 
     package var description: String { message }
