@@ -4,8 +4,8 @@ import PackageDescription
 let package = Package(
     name: "Able",
     products: [
-        // Users import Able; the product brings the BlueZ backend that Adapter.default() finds.
-        .library(name: "Able", targets: ["Able", "AbleBlueZ"]),
+        // Users import Able: the public API (AbleCore, re-exported) with the system's adapters on BlueZ.
+        .library(name: "Able", targets: ["Able"]),
         .library(name: "AbleDBus", targets: ["AbleDBus"]),
         .executable(name: "able", targets: ["able"]),
         .library(name: "AbleSimulator", targets: ["AbleSimulator"]),
@@ -24,41 +24,47 @@ let package = Package(
         // Linux and glibc headers the Glibc module leaves out: epoll and eventfd for the event
         // loops, <malloc.h> for the soak's heap figures (part of libc: nothing to install).
         .systemLibrary(name: "CLinux"),
-        .target(name: "AbleStreams", dependencies: ["CLinux"]),
-        .target(name: "AbleDBus", dependencies: ["AbleStreams", "CDBus", "CLinux"]),
-        .target(name: "Able", dependencies: ["AbleStreams", "CLinux"]),
-        .target(name: "AbleBlueZ", dependencies: ["Able", "AbleDBus", "AbleStreams", "CBluetooth"]),
-        .target(name: "AbleSimulator", dependencies: ["Able", "AbleStreams"]),
-        .target(name: "AbleCommand", dependencies: ["Able", "AbleBlueZ", "AbleSimulator", "AbleStreams"]),
+        // The layers, bottom up: AbleIO (the epoll event loop, the delivery buffers and lock, the
+        // socket engine, the kernel's L2CAP socket set-up), AbleDBus, AbleCore (the public API and
+        // the backend seam; no C), the backends AbleBlueZ and AbleSimulator, and Able (AbleCore
+        // re-exported, with the system's adapters on BlueZ).
+        .target(name: "AbleIO", dependencies: ["CLinux", "CBluetooth"]),
+        .target(name: "AbleDBus", dependencies: ["AbleIO", "CDBus", "CLinux"]),
+        .target(name: "AbleCore", dependencies: ["AbleIO"]),
+        .target(name: "AbleBlueZ", dependencies: ["AbleCore", "AbleDBus", "AbleIO"]),
+        .target(name: "AbleSimulator", dependencies: ["AbleCore", "AbleIO"]),
+        .target(name: "Able", dependencies: ["AbleCore", "AbleBlueZ"]),
+        .target(name: "AbleCommand", dependencies: ["Able", "AbleBlueZ", "AbleSimulator", "AbleIO", "CLinux"]),
         .executableTarget(name: "able", dependencies: ["AbleCommand"]),
         // The soak's two sides (Scripts/soak): a test tool, kept out of `able` and out of the
         // products; `swift build` builds it, and `swift build --product able-soak` alone.
-        .target(name: "AbleSoak", dependencies: ["Able", "AbleCommand", "AbleStreams", "CLinux"]),
+        .target(name: "AbleSoak", dependencies: ["Able", "AbleCommand", "AbleIO", "CLinux"]),
         .executableTarget(name: "able-soak", dependencies: ["AbleSoak"]),
         .executableTarget(
             name: "AbleBenchmarks",
-            dependencies: ["Able", "AbleBlueZ", "AbleDBus", "AbleSimulator", "AbleStreams"],
+            dependencies: ["Able", "AbleBlueZ", "AbleDBus", "AbleSimulator", "AbleIO"],
             path: "Benchmarks/AbleBenchmarks"
         ),
-        .target(name: "AbleTestSupport", dependencies: ["AbleDBus", "AbleStreams"], path: "Tests/Support"),
-        .target(name: "AbleScenarios", dependencies: ["Able", "AbleStreams"], path: "Tests/Scenarios"),
-        .testTarget(name: "AbleDBusTests", dependencies: ["AbleDBus", "AbleStreams", "AbleTestSupport", "CDBus"]),
-        .testTarget(name: "AbleStreamsTests", dependencies: ["AbleStreams", "AbleTestSupport"]),
-        .testTarget(name: "AbleTests", dependencies: ["Able", "AbleStreams", "AbleTestSupport"]),
+        .target(name: "AbleTestSupport", dependencies: ["AbleDBus", "AbleIO"], path: "Tests/Support"),
+        .target(name: "AbleScenarios", dependencies: ["AbleCore", "AbleIO"], path: "Tests/Scenarios"),
+        .testTarget(name: "AbleDBusTests", dependencies: ["AbleDBus", "AbleIO", "AbleTestSupport", "CDBus"]),
+        .testTarget(name: "AbleIOTests", dependencies: ["AbleIO", "AbleTestSupport"]),
+        .testTarget(name: "AbleCoreTests", dependencies: ["AbleCore", "AbleIO", "AbleTestSupport"]),
         .testTarget(
             name: "AbleBlueZTests",
             dependencies: [
-                "Able", "AbleBlueZ", "AbleDBus", "AbleStreams", "CBluetooth", "AbleScenarios", "AbleSimulator",
+                "Able", "AbleCore", "AbleBlueZ", "AbleDBus", "AbleIO", "CBluetooth", "AbleScenarios", "AbleSimulator",
                 "AbleTestSupport",
             ]),
         .testTarget(
             name: "AbleCommandTests",
-            dependencies: ["AbleCommand", "Able", "AbleSimulator", "AbleStreams", "AbleTestSupport"]),
+            dependencies: ["AbleCommand", "Able", "AbleSimulator", "AbleIO", "AbleTestSupport"]),
         .testTarget(name: "AbleSoakTests", dependencies: ["AbleSoak", "AbleCommand", "Able", "AbleTestSupport"]),
         .testTarget(
             name: "AbleSimulatorTests", dependencies: ["Able", "AbleSimulator", "AbleScenarios", "AbleTestSupport"]),
         .testTarget(
-            name: "RealBlueZTests", dependencies: ["Able", "AbleBlueZ", "AbleDBus", "AbleScenarios", "AbleStreams"],
+            name: "RealBlueZTests",
+            dependencies: ["Able", "AbleCore", "AbleBlueZ", "AbleDBus", "AbleScenarios", "AbleIO"],
             exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
@@ -84,9 +90,9 @@ if Context.environment["ABLE_FUZZ"] != nil {
     }
     let fuzzers: [(name: String, dependencies: [Target.Dependency])] = [
         ("FuzzDBusMessage", ["AbleDBus", "CDBus"]),
-        ("FuzzObjectTree", ["Able", "AbleBlueZ", "AbleDBus", "CDBus"]),
-        ("FuzzValues", ["Able", "AbleBlueZ"]),
-        ("FuzzL2CAP", ["Able", "AbleBlueZ"]),
+        ("FuzzObjectTree", ["AbleCore", "AbleBlueZ", "AbleDBus", "CDBus"]),
+        ("FuzzValues", ["AbleCore", "AbleBlueZ", "AbleDBus"]),
+        ("FuzzL2CAP", ["AbleCore", "AbleBlueZ", "AbleIO"]),
     ]
     for fuzzer in fuzzers {
         package.targets.append(

@@ -1,7 +1,7 @@
 import Able
 import AbleBlueZ
 import AbleDBus
-import AbleStreams
+import AbleIO
 import Synchronization
 
 /// What `Benchmarks/C/fake-bluez.c` exports: an adapter, a connected peripheral, one of its

@@ -1,5 +1,5 @@
 import Able
-import AbleStreams
+import AbleIO
 import Foundation
 import Synchronization
 

@@ -1,7 +1,7 @@
 import Able
 import AbleBlueZ
 import AbleDBus
-import AbleStreams
+import AbleIO
 import Synchronization
 
 /// Counts the reads a server's handler answers and marks where the measured ones begin and end.

@@ -1,5 +1,5 @@
 import AbleDBus
-import AbleStreams
+import AbleIO
 import Synchronization
 
 /// What `Benchmarks/C/signal-emitter.c` sends: BlueZ's notification of a characteristic's new value.

@@ -4,10 +4,11 @@
 // replaced socket calls. Every SDU handed out must be the bytes received and fit the receive MTU,
 // and once the channel has ended it must report the same end again.
 
-import Able
+import AbleCore
+import AbleIO
 
-@testable import Able
 @testable import AbleBlueZ
+@testable import AbleCore
 
 #if canImport(Glibc)
     import Glibc

@@ -7,7 +7,7 @@
 // discoveries with their advertisement data, GATT object identities, flags). Now and then the
 // service leaves the bus, after which the tree must be empty.
 
-import Able
+import AbleCore
 import CDBus
 
 @testable import AbleBlueZ

@@ -3,7 +3,7 @@
 // and BlueZ error names and messages with the ATT errors inside them. The first byte chooses
 // the parser; what parses must print and parse back to the same value.
 
-import Able
+import AbleCore
 import AbleDBus
 
 @testable import AbleBlueZ

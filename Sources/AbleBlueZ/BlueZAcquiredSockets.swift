@@ -1,4 +1,4 @@
-import Able
+import AbleCore
 import AbleDBus
 
 extension BlueZPeripheralBackend {

@@ -1,6 +1,6 @@
-import Able
+import AbleCore
 import AbleDBus
-import AbleStreams
+import AbleIO
 
 /// An adapter as BlueZ exports it: an `org.bluez.Adapter1` object such as `/org/bluez/hci0`.
 struct BlueZAdapterBackend: AdapterBackend {

@@ -1,4 +1,4 @@
-import Able
+import AbleCore
 import AbleDBus
 
 /// BlueZ's adapters: every `org.bluez.Adapter1` object of the tree, and their coming and going.

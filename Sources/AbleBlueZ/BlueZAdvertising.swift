@@ -1,6 +1,6 @@
-import Able
+import AbleCore
 import AbleDBus
-import AbleStreams
+import AbleIO
 
 extension BlueZAdapterBackend {
     static let advertisingManager = "org.bluez.LEAdvertisingManager1"

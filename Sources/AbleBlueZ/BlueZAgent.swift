@@ -1,6 +1,6 @@
-import Able
+import AbleCore
 import AbleDBus
-import AbleStreams
+import AbleIO
 
 /// The process's one `org.bluez.Agent1` object, answering BlueZ's pairing requests with the
 /// ``PairingAgent``s Able was given: the standing agents set on adapters

@@ -1,4 +1,4 @@
-import Able
+import AbleCore
 import AbleDBus
 
 /// Shares one BlueZ discovery session per adapter among every scan of this process: the first

@@ -1,6 +1,6 @@
-import Able
+import AbleCore
 import AbleDBus
-import AbleStreams
+import AbleIO
 
 /// A GATT server as BlueZ serves it: an application object tree (`GattService1`,
 /// `GattCharacteristic1`, `GattDescriptor1` below an `ObjectManager`) registered with

@@ -1,6 +1,6 @@
-import Able
+import AbleCore
 import AbleDBus
-import AbleStreams
+import AbleIO
 
 /// The GATT requests under way, by device, for failing those BlueZ never answers after their
 /// link went down: one list for the system, which the system's one listener of the object tree

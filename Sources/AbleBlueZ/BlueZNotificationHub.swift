@@ -1,6 +1,6 @@
-import Able
+import AbleCore
 import AbleDBus
-import AbleStreams
+import AbleIO
 import Synchronization
 
 /// Fans BlueZ's notifications out to Able's streams: one `StartNotify` per characteristic,

@@ -1,6 +1,6 @@
-import Able
+import AbleCore
 import AbleDBus
-import AbleStreams
+import AbleIO
 import Synchronization
 
 /// One change of BlueZ's object tree, in the order BlueZ announced it.

@@ -1,6 +1,6 @@
-import Able
+import AbleCore
 import AbleDBus
-import AbleStreams
+import AbleIO
 
 /// A remote device as BlueZ exports it: an `org.bluez.Device1` object below its adapter.
 struct BlueZPeripheralBackend: PeripheralBackend {

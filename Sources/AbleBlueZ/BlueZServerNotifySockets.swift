@@ -1,6 +1,6 @@
-import Able
+import AbleCore
 import AbleDBus
-import AbleStreams
+import AbleIO
 
 #if canImport(Glibc)
     import Glibc

@@ -1,6 +1,6 @@
-import Able
+import AbleCore
 import AbleDBus
-import AbleStreams
+import AbleIO
 
 extension BlueZPeripheralBackend {
     /// How long the device's GATT objects must be quiet before a change is reported: BlueZ

@@ -1,6 +1,6 @@
-import Able
+import AbleCore
 package import AbleDBus
-import AbleStreams
+import AbleIO
 
 /// The process's connection to BlueZ on the system bus and its object tree, shared by every
 /// adapter and peripheral: the tree is loaded once, never per call.

@@ -1,13 +1,15 @@
-package import Able
+package import AbleCore
 package import AbleDBus
 
-/// BlueZ as the system backend: ``Adapter/default()`` and ``Adapter/named(_:)`` find this type
-/// by name (`Adapter.systemBackendTypeName`) and open their adapters through it.
-package enum BlueZSystemBackend: SystemAdapterDirectory {
+/// BlueZ as the system backend: the `Able` module's `Adapter.default()`, `Adapter.named(_:)`,
+/// `Adapter.all()` and `Adapter.events()` open their adapters through it, on the system bus.
+package enum BlueZSystemBackend {
+    /// Opens the adapter named `name`, or the system's default one for `nil`.
     package static func adapter(named name: String?) async throws -> any AdapterBackend {
         try await BlueZAdapterBackend.open(name: name, system: BlueZSystem.shared())
     }
 
+    /// The system's adapter directory, connecting to the system bus the first time.
     package static func directory() async throws -> any AdapterDirectory {
         BlueZAdapterDirectory(system: try await BlueZSystem.shared())
     }
@@ -21,7 +23,7 @@ extension Adapter {
     }
 
     /// The adapters of a BlueZ reached through `connection`, and their coming and going, as
-    /// ``all()`` and ``events()`` give them for the system's.
+    /// `Adapter.all()` and `Adapter.events()` give them for the system's.
     package static func bluezDirectory(on connection: DBusConnection) async throws -> any AdapterDirectory {
         BlueZAdapterDirectory(system: try await BlueZSystem.open(on: connection))
     }

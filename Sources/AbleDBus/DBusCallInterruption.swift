@@ -1,4 +1,4 @@
-import AbleStreams
+import AbleIO
 
 /// A way to fail a method call under way from outside the task that waits for it: for a caller
 /// that learns by other means that no reply will come (BlueZ announcing that the link a request

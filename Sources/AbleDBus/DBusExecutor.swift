@@ -1,4 +1,4 @@
-package import AbleStreams
+package import AbleIO
 
 /// An event loop that D-Bus connections run on: one thread that waits in `epoll_wait` on the
 /// connections' sockets and timeouts, and runs jobs in between.

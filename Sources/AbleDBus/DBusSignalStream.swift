@@ -1,4 +1,4 @@
-import AbleStreams
+import AbleIO
 
 /// The signals that one subscription receives, for `for try await`.
 ///

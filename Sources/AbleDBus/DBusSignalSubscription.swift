@@ -1,4 +1,4 @@
-import AbleStreams
+import AbleIO
 
 /// A subscription made with ``DBusConnection/subscribe(matching:handler:onEnd:)``.
 public final class DBusSignalSubscription: Sendable {

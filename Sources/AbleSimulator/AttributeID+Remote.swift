@@ -1,4 +1,4 @@
-import Able
+import AbleCore
 
 extension AttributeID {
     /// The last component of a Client Characteristic Configuration's identity, after its

@@ -1,4 +1,4 @@
-package import Able
+package import AbleCore
 
 extension BluetoothError {
     /// The error a central sees when a remote GATT server answers a request with `error`: the

@@ -1,4 +1,4 @@
-import Able
+import AbleCore
 
 /// Everything on a simulated radio; kept behind the radio's mutex.
 struct RadioState {

@@ -1,5 +1,5 @@
-import Able
-import AbleStreams
+import AbleCore
+import AbleIO
 
 /// The simulator's adapters.
 struct SimulatedAdapterBackend: AdapterBackend {

@@ -1,5 +1,5 @@
-import Able
-import AbleStreams
+import AbleCore
+import AbleIO
 
 /// The clock of a ``SimulatedRadio``: virtual time that the test controls, on which every
 /// simulated delay and every timeout of the radio's adapters runs.

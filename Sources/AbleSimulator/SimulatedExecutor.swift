@@ -1,4 +1,4 @@
-import AbleStreams
+import AbleIO
 import Dispatch
 
 /// The executor a ``SimulatedClock`` runs simulated work on, one job at a time, so that it

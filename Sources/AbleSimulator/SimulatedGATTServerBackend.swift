@@ -1,5 +1,5 @@
-import Able
-import AbleStreams
+import AbleCore
+import AbleIO
 
 /// A GATT server on a simulated adapter.
 struct SimulatedGATTServerBackend: GATTServerBackend {

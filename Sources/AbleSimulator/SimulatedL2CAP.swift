@@ -1,5 +1,5 @@
-import Able
-import AbleStreams
+import AbleCore
+import AbleIO
 import Synchronization
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
-public import Able
-import AbleStreams
+public import AbleCore
+import AbleIO
 
 /// A device on a ``SimulatedRadio``, as the test drives it: its notifications, its timing, and
 /// the faults it shows the central.

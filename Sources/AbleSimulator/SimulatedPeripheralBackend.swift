@@ -1,5 +1,5 @@
-import Able
-import AbleStreams
+import AbleCore
+import AbleIO
 
 /// A remote device seen from a simulated central.
 struct SimulatedPeripheralBackend: PeripheralBackend {

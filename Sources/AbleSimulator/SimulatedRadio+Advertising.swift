@@ -1,5 +1,5 @@
-public import Able
-import AbleStreams
+public import AbleCore
+import AbleIO
 import Synchronization
 
 extension SimulatedRadio {

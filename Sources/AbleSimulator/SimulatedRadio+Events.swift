@@ -1,5 +1,5 @@
-import Able
-import AbleStreams
+import AbleCore
+import AbleIO
 
 extension SimulatedRadio {
     /// Hands a notified value to every stream subscribed to the attribute.

@@ -1,5 +1,5 @@
-public import Able
-import AbleStreams
+public import AbleCore
+import AbleIO
 import Synchronization
 
 /// What a simulated adapter remembers of a device besides its bond (kept in the device's

@@ -1,5 +1,5 @@
-import Able
-import AbleStreams
+import AbleCore
+import AbleIO
 
 /// How two devices pair, from their capabilities: LE Secure Connections' association models
 /// (Core 5.3 Vol 3 Part H 2.3.5.1, the table of IO capabilities against each other).

@@ -1,5 +1,5 @@
-import Able
-import AbleStreams
+import AbleCore
+import AbleIO
 
 /// One ``/Able/Peripheral/serviceChanges()`` stream of a simulated central, and the database it
 /// saw last (`nil` until the connection first resolved its services).

@@ -1,5 +1,5 @@
-public import Able
-import AbleStreams
+public import AbleCore
+import AbleIO
 
 /// An in-memory Bluetooth radio for tests: simulated adapters and peripherals that find,
 /// connect to and talk to each other through the same public API as BlueZ, with no D-Bus,

@@ -1,6 +1,6 @@
 import Able
 import AbleCommand
-import AbleStreams
+import AbleIO
 
 /// The central side of `able-soak`: keeps the server connected with a ``MaintainedConnection``
 /// and works it without pause for the soak's duration, while a scan runs beside it.

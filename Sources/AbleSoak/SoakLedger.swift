@@ -1,5 +1,5 @@
 import Able
-import AbleStreams
+import AbleIO
 import CLinux
 
 /// What a soak counts: operations completed and errors per kind, values lost or duplicated on

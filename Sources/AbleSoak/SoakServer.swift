@@ -1,6 +1,6 @@
 import Able
 import AbleCommand
-import AbleStreams
+import AbleIO
 
 /// The server side of `able-soak`: an Able GATT server and an L2CAP echo that keep serving
 /// while the soak injects faults around them.

@@ -3,7 +3,7 @@
 
 // Linux and glibc headers that Swift's Glibc module map leaves out.
 
-// The event loops (AbleStreams' EventLoop) wait in epoll_wait and are woken through an eventfd.
+// The event loops (AbleIO' EventLoop) wait in epoll_wait and are woken through an eventfd.
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>

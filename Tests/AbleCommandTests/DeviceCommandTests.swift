@@ -1,6 +1,6 @@
 import Able
+import AbleIO
 import AbleSimulator
-import AbleStreams
 import AbleTestSupport
 import Testing
 

@@ -1,5 +1,5 @@
 import AbleDBus
-import AbleStreams
+import AbleIO
 import Testing
 
 /// A subscription's handler lives as long as the subscription: months, in a gateway.

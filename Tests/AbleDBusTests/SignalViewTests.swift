@@ -1,5 +1,5 @@
 import AbleDBus
-import AbleStreams
+import AbleIO
 import AbleTestSupport
 import Synchronization
 import Testing

@@ -1,6 +1,6 @@
 import Able
+import AbleIO
 import AbleSimulator
-import AbleStreams
 import Testing
 
 /// The standing pairing agent on the simulated radio: which agent is asked what, by capability,

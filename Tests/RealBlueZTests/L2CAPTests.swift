@@ -1,5 +1,6 @@
 import Able
 import AbleBlueZ
+import AbleIO
 import Foundation
 import Testing
 

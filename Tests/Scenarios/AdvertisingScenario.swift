@@ -1,4 +1,4 @@
-public import Able
+public import AbleCore
 public import Testing
 
 /// Advertising and scanning scenarios: every data field from the peripheral adapter seen by

@@ -1,4 +1,4 @@
-public import Able
+public import AbleCore
 public import Testing
 
 #if canImport(Glibc)
@@ -9,9 +9,9 @@ public import Testing
 /// radio's) list of adapters, and a way to take the peripheral's adapter away and back, and to
 /// restart the Bluetooth stack.
 public protocol LifecycleScenarioBackend: ScenarioBackend {
-    /// Every adapter now (``Adapter/all()`` on BlueZ).
+    /// Every adapter now (`Adapter.all()` on BlueZ).
     func adapters() async throws -> [Adapter]
-    /// Adapters appearing and disappearing (``Adapter/events()`` on BlueZ).
+    /// Adapters appearing and disappearing (`Adapter.events()` on BlueZ).
     func adapterEvents() async throws -> AsyncStream<AdapterEvent>
     /// Takes the peripheral's adapter away: a simulated radio removes it; BlueZ's `bluetoothd`
     /// stops, which removes every adapter.

@@ -1,4 +1,4 @@
-import Able
+import AbleCore
 public import Testing
 
 /// The standing pairing agent (issue 16, part 4): both roles Able, a central reading and writing

@@ -1,4 +1,4 @@
-import Able
+import AbleCore
 import Testing
 
 /// A server handler's error that is not an ``ATTError``.

@@ -1,4 +1,4 @@
-import Able
+import AbleCore
 import Testing
 
 /// The GATT client's fast paths (write and notification sockets) and its long and reliable

@@ -1,4 +1,4 @@
-import Able
+import AbleCore
 public import Testing
 
 /// The scenarios every backend must pass alike: written once, run on the simulated radio in

@@ -1,4 +1,4 @@
-public import Able
+public import AbleCore
 
 /// The services of the seed-002 scenario (`Snippets/ReadAcrossServices.swift` declares the same
 /// for itself): the tests of every tier use these.

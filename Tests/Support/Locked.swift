@@ -1,4 +1,4 @@
-import AbleStreams
+import AbleIO
 
 /// A value shared between a test and the handlers it exports.
 public final class Locked<Value: Sendable>: Sendable {

@@ -1,12 +1,11 @@
-package import Able
-import CBluetooth
-
-#if canImport(Glibc)
-    import Glibc
-#endif
+package import AbleCore
+package import AbleIO
 
 /// The kernel's L2CAP sockets: the channels and listeners that
 /// `Peripheral.openL2CAPChannel` and `Adapter.listenL2CAP` give on BlueZ.
+///
+/// The socket calls are AbleIO's (`L2CAPSocket`, `PendingConnect`, `ChannelCore`); this layer
+/// names the errors in the public API's terms and wraps the sockets in the public types.
 package enum KernelL2CAP {
     /// Opens an LE credit-based channel to a PSM on a peer.
     ///
@@ -57,10 +56,13 @@ package enum KernelL2CAP {
         let destination = try L2CAPSocketAddress(address: address, type: type, psm: psm)
         let source = L2CAPSocketAddress(
             address: adapterAddress, addressType: try L2CAPSocketAddress.kernelType(.public), psm: .automatic)
-        let socket = try L2CAPSocket.open(operations)
+        let socket = try published { () throws(SocketError) in try L2CAPSocket.open(operations) }
         do {
-            try L2CAPSocket.bind(socket, to: source, operations)
-            if security != .low { try L2CAPSocket.setSecurity(socket, security, operations) }
+            try L2CAPSocket.bind(socket, to: source, psmName: "\(source.psm)", operations)
+            if security != .low {
+                try L2CAPSocket.setSecurity(
+                    socket, level: security.rawValue, levelName: "\(security)", operations)
+            }
             if let receiveMTU { try L2CAPSocket.setReceiveMTU(socket, receiveMTU, operations) }
             let describe: @Sendable (Errno) -> BluetoothError = { errno in
                 connectionError(errno, address: address, psm: psm)
@@ -76,7 +78,9 @@ package enum KernelL2CAP {
                     try await PendingConnect.wait(
                         socket: socket, operations: operations, timeout: timeout,
                         describe: describe)
-                } catch let error as BluetoothError {
+                } catch {
+                    // The engine's own errors (its timeout) reach users as BluetoothError too.
+                    guard let error = BluetoothError.publishing(error) as? BluetoothError else { throw error }
                     throw securityRefusal(socket, asked: security, after: error, operations, address: address, psm: psm)
                         ?? error
                 }
@@ -86,26 +90,26 @@ package enum KernelL2CAP {
             let mtus = try L2CAPSocket.mtus(socket, operations)
             let core = ChannelCore(
                 socket: socket, operations: operations, sendMTU: mtus.send,
-                receiveMTU: mtus.receive, watermarks: watermarks)
+                receiveMTU: mtus.receive, watermarks: watermarks.buffer)
             return L2CAPChannel(core: core, peerAddress: address, peerAddressType: type)
         } catch {
             L2CAPSocket.abandon(socket, operations)
-            throw error
+            throw BluetoothError.publishing(error)
         }
     }
 
     private static func connectionError(_ errno: Errno, address: BluetoothAddress, psm: PSM) -> BluetoothError {
         let target = "\(address) on \(psm)"
-        switch errno.rawValue {
-        case ECONNREFUSED:
+        switch errno {
+        case .connectionRefused:
             return BluetoothError(
                 .connectionAttemptFailed,
                 message: "\(target) refused the L2CAP connection: nothing listens there, or it lacks resources",
                 cause: errno)
-        case EACCES, EPERM:
+        case .permissionDenied, .operationNotPermitted:
             return BluetoothError(
                 .notPermitted, message: "\(target) requires more security for this L2CAP channel", cause: errno)
-        case ETIMEDOUT, EHOSTDOWN, EHOSTUNREACH, ECONNRESET, ECONNABORTED:
+        case .timedOut, .hostDown, .hostUnreachable, .connectionReset, .connectionAborted:
             return BluetoothError(
                 .connectionAttemptFailed, message: "the L2CAP connection to \(target) failed: \(errno)", cause: errno)
         default:
@@ -126,11 +130,8 @@ package enum KernelL2CAP {
         _ socket: CInt, asked: L2CAPChannel.SecurityLevel, after error: BluetoothError,
         _ operations: SocketOperations, address: BluetoothAddress, psm: PSM
     ) -> BluetoothError? {
-        guard let errno = error.cause as? Errno, errno.rawValue == ECONNABORTED || errno.rawValue == ECONNRESET,
-            case .success(let value) = operations.integerOption(
-                socket, level: ABLE_SOL_BLUETOOTH, name: ABLE_BT_SECURITY, size: 2),
-            // struct bt_security { u8 level; u8 key_size; }, little-endian in the integer.
-            UInt8(truncatingIfNeeded: value) > asked.rawValue
+        guard let errno = error.cause as? Errno, errno == .connectionAborted || errno == .connectionReset,
+            let level = L2CAPSocket.securityLevel(socket, operations), level > asked.rawValue
         else { return nil }
         return BluetoothError(
             .notPermitted, message: "\(address) on \(psm) requires more security for this L2CAP channel",
@@ -173,12 +174,15 @@ package enum KernelL2CAP {
             throw BluetoothError(
                 .invalidArguments, message: "\(psm) is not an LE PSM: use 0x0001–0x00FF, or automatic")
         }
-        let socket = try L2CAPSocket.open(operations)
+        let socket = try published { () throws(SocketError) in try L2CAPSocket.open(operations) }
         do {
             let local = L2CAPSocketAddress(
                 address: adapterAddress, addressType: try L2CAPSocketAddress.kernelType(.public), psm: psm)
-            try L2CAPSocket.bind(socket, to: local, operations)
-            if security != .low { try L2CAPSocket.setSecurity(socket, security, operations) }
+            try L2CAPSocket.bind(socket, to: local, psmName: "\(psm)", operations)
+            if security != .low {
+                try L2CAPSocket.setSecurity(
+                    socket, level: security.rawValue, levelName: "\(security)", operations)
+            }
             if let receiveMTU { try L2CAPSocket.setReceiveMTU(socket, receiveMTU, operations) }
             if case .failure(let errno) = operations.listen(socket, CInt(clamping: max(backlog, 1))) {
                 throw BluetoothError(errno, while: "listening on \(psm)")
@@ -189,17 +193,23 @@ package enum KernelL2CAP {
                 operations: operations)
         } catch {
             L2CAPSocket.abandon(socket, operations)
-            throw error
+            throw BluetoothError.publishing(error)
         }
     }
 
     /// How an accepted kernel L2CAP socket is read: its MTUs, and its peer from a `sockaddr_l2`.
-    static let acceptedChannel = AcceptedChannelSetUp(peerAddressSize: MemoryLayout<sockaddr_l2>.size) {
+    static let acceptedChannel = AcceptedChannelSetUp<L2CAPChannel>(peerAddressSize: L2CAPSocketAddress.size) {
         socket, peerAddress, operations in
         let mtus = try L2CAPSocket.mtus(socket, operations)
         let peer = L2CAPSocketAddress(bytes: peerAddress)
-        return AcceptedChannelSetUp.Accepted(
-            sendMTU: mtus.send, receiveMTU: mtus.receive, peerAddress: peer?.address,
-            peerAddressType: peer.flatMap { L2CAPSocketAddress.addressType(kernelType: $0.addressType) })
+        let peerAddressType = peer.flatMap { L2CAPSocketAddress.addressType(kernelType: $0.addressType) }
+        return AcceptedChannelSetUp<L2CAPChannel>.Accepted(sendMTU: mtus.send, receiveMTU: mtus.receive) { core in
+            L2CAPChannel(core: core, peerAddress: peer?.address, peerAddressType: peerAddressType)
+        }
+    }
+
+    /// Runs a step of AbleIO's socket set-up, throwing its error as the public ``BluetoothError``.
+    private static func published<T>(_ step: () throws(SocketError) -> T) throws(BluetoothError) -> T {
+        do { return try step() } catch { throw BluetoothError(error) }
     }
 }

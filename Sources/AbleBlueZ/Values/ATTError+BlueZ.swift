@@ -1,4 +1,4 @@
-package import Able
+package import AbleCore
 
 extension ATTError {
     /// The `org.bluez.Error.*` name a BlueZ GATT server handler replies with to send this code,

@@ -1,4 +1,4 @@
-package import Able
+package import AbleCore
 
 /// BlueZ's `Flags` strings for the security of characteristics and descriptors.
 extension AttributePermissions {

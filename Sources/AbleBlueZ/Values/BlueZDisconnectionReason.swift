@@ -1,4 +1,4 @@
-import Able
+import AbleCore
 
 /// Why a link ended, in Able's words, from what BlueZ 5.83 and later announce with
 /// `Device1.Disconnected` (its reason names are in `doc/org.bluez.Device.rst`).

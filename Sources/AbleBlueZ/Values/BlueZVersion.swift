@@ -1,4 +1,4 @@
-import Able
+import AbleCore
 import AbleDBus
 
 /// The version of the `bluetoothd` serving an adapter, read from the adapter's `Modalias`

@@ -1,4 +1,4 @@
-package import Able
+package import AbleCore
 package import AbleDBus
 
 extension BluetoothAddress {

@@ -1,4 +1,4 @@
-package import Able
+package import AbleCore
 
 // BlueZ's error vocabulary lives here, in the BlueZ backend: the core's `BluetoothError` knows
 // codes, messages and ATT errors only, and the simulator raises those directly.

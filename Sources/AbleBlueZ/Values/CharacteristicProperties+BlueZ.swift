@@ -1,4 +1,4 @@
-package import Able
+package import AbleCore
 
 /// BlueZ folds a characteristic's properties and the security its server demands into one
 /// `Flags` string array on `org.bluez.GattCharacteristic1`; these build it and read it back.

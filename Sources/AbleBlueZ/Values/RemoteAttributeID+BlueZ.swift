@@ -1,4 +1,4 @@
-import Able
+import AbleCore
 import AbleDBus
 
 /// BlueZ names a remote device's GATT objects after their ATT handles, in hex:

@@ -1,4 +1,4 @@
-package import AbleStreams
+package import AbleIO
 import CDBus
 
 #if canImport(Glibc)

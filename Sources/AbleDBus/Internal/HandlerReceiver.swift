@@ -1,4 +1,4 @@
-import AbleStreams
+import AbleIO
 import Synchronization
 
 /// Hands signals to a closure, decoded or read in place, until finished.

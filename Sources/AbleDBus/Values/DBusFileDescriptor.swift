@@ -1,4 +1,4 @@
-import AbleStreams
+import AbleIO
 
 #if canImport(Glibc)
     import Glibc

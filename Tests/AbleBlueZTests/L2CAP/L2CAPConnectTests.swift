@@ -1,4 +1,5 @@
 import Able
+import AbleIO
 import AbleTestSupport
 import CBluetooth
 import Foundation

@@ -1,6 +1,6 @@
 import Able
 import AbleDBus
-import AbleStreams
+import AbleIO
 import AbleTestSupport
 import Foundation
 import Testing

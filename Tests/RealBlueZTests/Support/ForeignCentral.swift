@@ -1,4 +1,4 @@
-import AbleStreams
+import AbleIO
 import Foundation
 import Testing
 

@@ -1,7 +1,7 @@
 import Able
 import AbleBlueZ
 import AbleDBus
-import AbleStreams
+import AbleIO
 import Foundation
 import Synchronization
 import Testing
