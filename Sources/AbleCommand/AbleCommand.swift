@@ -128,19 +128,20 @@ package enum AbleCommand {
         } catch  where Task.isCancelled {
             return Status.interrupted
         } catch let error as BluetoothError {
-            console.error("\(invocation): \(describe(error))")
+            console.error("\(invocation): \(Console.escaped(describe(error)))")
             return Status.failure
         } catch let error as UsageError {
             console.error("\(invocation): \(error.message)")
             return Status.usage
         } catch {
-            console.error("\(invocation): \(error)")
+            console.error("\(invocation): \(Console.escaped("\(error)"))")
             return Status.failure
         }
     }
 
     /// A ``BluetoothError`` as the commands print it: its message, its code and, when BlueZ gave
-    /// one, the error name.
+    /// one, the error name. The message can carry BlueZ's or a device's words: text output
+    /// passes it through ``Console/escaped(_:)``.
     package static func describe(_ error: BluetoothError) -> String {
         var text = "\(error.message) [\(error.code)]"
         if let errorName = error.errorName { text += " (\(errorName))" }

@@ -106,12 +106,33 @@ extension Array where Element == UInt8 {
     /// The bytes as lowercase hex, two digits each, no separators.
     var hex: String { Hex.string(self) }
 
-    /// The bytes as text when they are printable UTF-8, else `nil`.
-    var printableText: String? {
-        guard !isEmpty, let text = String(validating: self, as: UTF8.self),
-            text.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F })
-        else { return nil }
-        return text
+    /// Whether the bytes read as text: more than half of them encode, as valid UTF-8, characters
+    /// that print (not the controls and bidirectional characters ``Console/escaped(_:)`` escapes).
+    var isMostlyText: Bool {
+        var printable = 0
+        var iterator = makeIterator()
+        var parser = Unicode.UTF8.ForwardParser()
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let encoded):
+                if !Console.needsEscaping(Unicode.UTF8.decode(encoded)) { printable += encoded.count }
+            case .error: continue
+            case .emptyInput: return printable * 2 > count
+            }
+        }
+    }
+
+    /// The bytes for people: hex, then, when they are mostly text, the text in quotes with its
+    /// controls and invalid bytes escaped (``Console/escaped(utf8:)``), such as `68690a "hi\x0a"`.
+    var described: String {
+        hex + (isMostlyText ? " \"\(Console.escaped(utf8: self))\"" : "")
+    }
+
+    /// The bytes as the `text` of their JSON: the string they encode when they are mostly text and
+    /// all valid UTF-8 (the JSON writer escapes its controls), else `nil`.
+    var jsonText: String? {
+        guard isMostlyText else { return nil }
+        return String(validating: self, as: UTF8.self)
     }
 
     /// Parses hex such as `0a1b`, `0A:1B` or `0a 1b`.
@@ -131,9 +152,10 @@ extension Array where Element == UInt8 {
 }
 
 extension JSON {
-    /// A value as `{"hex": …, "text": …}`, the text only when the bytes are printable UTF-8.
+    /// A value as `{"hex": …, "text": …}`, the text only when the bytes are mostly text and valid
+    /// UTF-8 (``Swift/Array/jsonText``).
     static func bytes(_ value: [UInt8]) -> JSON {
-        .object([("hex", .string(value.hex)), ("text", .optional(value.printableText) { .string($0) })])
+        .object([("hex", .string(value.hex)), ("text", .optional(value.jsonText) { .string($0) })])
     }
 }
 

@@ -48,18 +48,115 @@ package struct Console: Sendable {
     }
 
     /// Prints a result: `text` in text mode, `json` (one line) with `--json`.
+    ///
+    /// Text from remote devices or from BlueZ in `text` must already be ``escaped(_:)``; any
+    /// control or bidirectional character still in it is escaped here as well (line feeds kept),
+    /// so that a place that forgot cannot rewrite the user's terminal.
     package func result(_ text: @autoclosure () -> String, json object: @autoclosure () -> JSON) {
-        writeOut(json ? object().text : text())
+        writeOut(json ? object().text : Self.neutralized(text()))
     }
 
-    /// Prints a line of progress on standard error, in text mode only.
+    /// Prints a line of progress on standard error, in text mode only, neutralized as
+    /// ``result(_:json:)`` does.
     package func progress(_ text: String) {
-        if !json { writeError(text) }
+        if !json { writeError(Self.neutralized(text)) }
     }
 
-    /// Prints an error on standard error, in both modes.
+    /// Prints an error on standard error, in both modes, neutralized as ``result(_:json:)`` does.
     package func error(_ text: String) {
-        writeError(text)
+        writeError(Self.neutralized(text))
+    }
+}
+
+// MARK: - Text from elsewhere, made safe for a terminal
+
+extension Console {
+    /// `text` made safe to print on a terminal, for text that a remote device, a central or a
+    /// daemon chose: device names and aliases, values shown as text, error messages.
+    ///
+    /// C0 controls and DEL become `\x1b`-style escapes, C1 controls (U+0080–U+009F) and the
+    /// bidirectional embedding, override and isolate characters (U+202A–U+202E, U+2066–U+2069)
+    /// `\u{202e}`-style ones, and a backslash becomes `\\`, so that every escape reads back
+    /// unambiguously; everything else (accents, CJK, emoji) stays as it is. The result holds no
+    /// line break: one name or message stays on one line.
+    ///
+    /// - Parameter text: The text to escape.
+    /// - Returns: The text with its dangerous characters as visible escapes.
+    package static func escaped(_ text: String) -> String {
+        var output = ""
+        for scalar in text.unicodeScalars { appendEscaping(scalar, to: &output, keepingLineFeeds: false) }
+        return output
+    }
+
+    /// `bytes` decoded as UTF-8 and ``escaped(_:)``, each byte that is not part of valid UTF-8
+    /// shown as `\xff`.
+    ///
+    /// An invalid byte is always 0x80 or above, and an escaped control character always below, so
+    /// the two read apart.
+    ///
+    /// - Parameter bytes: The bytes to show as text, such as a characteristic's value.
+    /// - Returns: The text, escaped.
+    package static func escaped(utf8 bytes: [UInt8]) -> String {
+        var output = ""
+        var offset = 0
+        var iterator = bytes.makeIterator()
+        var parser = Unicode.UTF8.ForwardParser()
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let encoded):
+                appendEscaping(Unicode.UTF8.decode(encoded), to: &output, keepingLineFeeds: false)
+                offset += encoded.count
+            case .error(let length):
+                for byte in bytes[offset..<offset + length] { output += "\\x" + hexDigits(UInt32(byte)) }
+                offset += length
+            case .emptyInput:
+                return output
+            }
+        }
+    }
+
+    /// Whether `scalar` is one that ``escaped(_:)`` shows as an escape: a C0 or C1 control, DEL,
+    /// or a bidirectional embedding, override or isolate character.
+    static func needsEscaping(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: true
+        default: false
+        }
+    }
+
+    /// The last line of defence behind ``escaped(_:)``: every character that escapes, except the
+    /// line feeds that separate the lines of a result, as an escape; backslashes untouched, so
+    /// text already escaped is unchanged.
+    static func neutralized(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { needsEscaping($0) && $0 != "\n" }) else { return text }
+        var output = ""
+        for scalar in text.unicodeScalars {
+            if scalar == "\\" {
+                output += "\\"
+            } else {
+                appendEscaping(scalar, to: &output, keepingLineFeeds: true)
+            }
+        }
+        return output
+    }
+
+    private static func appendEscaping(_ scalar: Unicode.Scalar, to output: inout String, keepingLineFeeds: Bool) {
+        if scalar == "\\" {
+            output += "\\\\"
+        } else if scalar == "\n" && keepingLineFeeds {
+            output += "\n"
+        } else if !needsEscaping(scalar) {
+            output.unicodeScalars.append(scalar)
+        } else if scalar.value < 0x80 {
+            output += "\\x" + hexDigits(scalar.value)
+        } else {
+            output += "\\u{" + String(scalar.value, radix: 16) + "}"
+        }
+    }
+
+    /// `value` (below 0x100) as two lowercase hex digits.
+    private static func hexDigits(_ value: UInt32) -> String {
+        (value < 0x10 ? "0" : "") + String(value, radix: 16)
     }
 }
 

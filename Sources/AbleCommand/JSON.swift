@@ -53,6 +53,8 @@ package enum JSON: Sendable, Equatable, ExpressibleByStringLiteral, ExpressibleB
         }
     }
 
+    /// Writes `string` as a JSON string literal: quotes, backslashes and line breaks escaped
+    /// briefly, every other character ``Console/escaped(_:)`` escapes as `\uXXXX`.
     private static func quote(_ string: String, into output: inout String) {
         output += "\""
         for scalar in string.unicodeScalars {
@@ -62,7 +64,10 @@ package enum JSON: Sendable, Equatable, ExpressibleByStringLiteral, ExpressibleB
             case "\n": output += "\\n"
             case "\r": output += "\\r"
             case "\t": output += "\\t"
-            case _ where scalar.value < 0x20:
+            case _ where Console.needsEscaping(scalar):
+                // Control characters must be escaped in JSON; DEL, the C1 controls and the
+                // bidirectional overrides may be, and are, so that `--json` output read on a
+                // terminal cannot rewrite it either. A decoder gets the same string back.
                 let hex = String(scalar.value, radix: 16)
                 output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: output.unicodeScalars.append(scalar)

@@ -218,7 +218,8 @@ struct SoakCentral: Sendable {
     }
 
     private func say(_ text: String) {
-        console.result("central: \(text)", json: .object([("side", "central"), ("event", .string(text))]))
+        console.result(
+            "central: \(Console.escaped(text))", json: .object([("side", "central"), ("event", .string(text))]))
     }
 }
 

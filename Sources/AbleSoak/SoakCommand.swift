@@ -88,7 +88,9 @@ struct SoakCommand: Command {
             let central = SoakCentral(adapter: adapter, serverAddress: address, console: console)
             let samples = await central.run(for: duration)
             let report = SoakReport(ledger: central.ledger, samples: samples, maximumStall: maximumStall)
-            for line in report.lines { console.result(line, json: .object([("report", .string(line))])) }
+            for line in report.lines {
+                console.result(Console.escaped(line), json: .object([("report", .string(line))]))
+            }
             guard report.failures.isEmpty else {
                 throw BluetoothError(.failed, message: "the soak failed: \(report.failures.joined(separator: "; "))")
             }
@@ -111,7 +113,7 @@ struct SoakCommand: Command {
                 where [.daemonUnavailable, .doesNotExist].contains(error.code) && ContinuousClock.now < deadline
             {
                 if !said {
-                    context.console.progress("server: waiting for \(name): \(error.message)")
+                    context.console.progress("server: waiting for \(name): \(Console.escaped(error.message))")
                     said = true
                 }
                 try await Task.sleep(for: .milliseconds(500))

@@ -148,7 +148,8 @@ struct SoakServer: Sendable {
     }
 
     private func say(_ text: String) {
-        console.result("server: \(text)", json: .object([("side", "server"), ("event", .string(text))]))
+        console.result(
+            "server: \(Console.escaped(text))", json: .object([("side", "server"), ("event", .string(text))]))
     }
 
     static func definition() -> GATTServerDefinition {

@@ -24,15 +24,15 @@ struct SimulatedCommandTests {
 
     var peripheralAddress: String { "5A:00:00:00:00:02" }
 
-    /// Runs `able` with `arguments` and `--json`, every adapter name meaning `adapter` (by
-    /// default the central).
-    func able(_ arguments: [String], on adapter: Adapter? = nil) async -> (
+    /// Runs `able` with `arguments` and `--json` (without it when `json` is false: then `json`
+    /// holds the text lines), every adapter name meaning `adapter` (by default the central).
+    func able(_ arguments: [String], on adapter: Adapter? = nil, json: Bool = true) async -> (
         status: Int32, json: [String], errors: [String]
     ) {
-        let (console, output) = Console.capturing(json: true)
+        let (console, output) = Console.capturing(json: json)
         let adapter = adapter ?? central
         let context = CommandContext(console: console, adapter: { _ in adapter }, simulatedPair: SimulatedPair.make)
-        let status = await AbleCommand.run(arguments + ["--json"], context: context)
+        let status = await AbleCommand.run(arguments + (json ? ["--json"] : []), context: context)
         return (status, output.out, output.error)
     }
 

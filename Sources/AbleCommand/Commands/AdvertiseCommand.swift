@@ -118,7 +118,9 @@ struct AdvertiseCommand: Command {
         let adapter = try await context.adapter(self.adapter)
         if capabilitiesOnly {
             let capabilities = try await adapter.advertisingCapabilities()
-            console.result("\(adapter.name): \(capabilities)", json: Self.json(capabilities, adapter: adapter.name))
+            console.result(
+                "\(adapter.name): \(Console.escaped("\(capabilities)"))",
+                json: Self.json(capabilities, adapter: adapter.name))
             return
         }
         let advertising = try await adapter.startAdvertising(advertisement)

@@ -58,7 +58,7 @@ struct ReadCommand: Command {
             try await peripheral.read(characteristic)
         }
         context.console.result(
-            value.hex + (value.printableText.map { " \"\($0)\"" } ?? ""),
+            value.described,
             json: .object([("event", "value")] + target.json + [("value", .bytes(value))]))
     }
 }
@@ -160,7 +160,7 @@ struct NotifyCommand: Command {
 
     private func print(_ value: [UInt8], index: Int, console: Console) {
         console.result(
-            "\(index): " + value.hex + (value.printableText.map { " \"\($0)\"" } ?? ""),
+            "\(index): " + value.described,
             json: .object([
                 ("event", "notification"), ("index", .int(index)), ("characteristic", .string("\(target.uuid)")),
                 ("value", .bytes(value)),
@@ -177,7 +177,7 @@ struct NotifyCommand: Command {
             to: target.address, policy: ReconnectPolicy(connectTimeout: target.timeout)
         ) { connection in
             let states = Task {
-                for await state in connection.connectionStates() { console.progress("\(state)") }
+                for await state in connection.connectionStates() { console.progress(Console.escaped("\(state)")) }
             }
             defer { states.cancel() }
             try await connection.waitUntilConnected(timeout: .seconds(365 * 24 * 3600))
@@ -191,7 +191,7 @@ struct NotifyCommand: Command {
                     if let count, received >= count { return received }
                 case .interrupted(let reason):
                     console.result(
-                        "link lost (\(reason.message)); values sent until it is back are missed",
+                        "link lost (\(Console.escaped(reason.message))); values sent until it is back are missed",
                         json: .object([
                             ("event", "interrupted"), ("code", .string("\(reason.code)")),
                             ("reason", .string(reason.message)),

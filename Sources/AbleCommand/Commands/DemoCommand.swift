@@ -248,11 +248,12 @@ final class Transcript: Sendable {
 
     init(console: Console) { self.console = console }
 
+    /// Prints `event`, escaped: on BlueZ it can carry a device's name or BlueZ's words.
     func say(_ side: String, _ event: String) {
         let milliseconds = (ContinuousClock.now - start).seconds * 1000
         let stamp = milliseconds.formatted(places: 1)
         console.result(
-            "[\(String(repeating: " ", count: max(0, 8 - stamp.count)))\(stamp) ms] \(side): \(event)",
+            "[\(String(repeating: " ", count: max(0, 8 - stamp.count)))\(stamp) ms] \(side): \(Console.escaped(event))",
             json: .object([("ms", .double(milliseconds)), ("side", .string(side)), ("event", .string(event))]))
     }
 }

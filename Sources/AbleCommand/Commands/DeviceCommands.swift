@@ -22,7 +22,7 @@ struct DevicesCommand: Command {
         let known = try await adapter.knownPeripherals()
         for device in known {
             context.console.result(
-                "\(device)",
+                Console.escaped("\(device)"),
                 json: .object([
                     ("event", "device"), ("address", .string("\(device.address)")),
                     ("addressType", .string(device.addressType.rawValue)),

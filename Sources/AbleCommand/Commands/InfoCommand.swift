@@ -33,7 +33,7 @@ struct InfoCommand: Command {
             let state = await adapter.state
             console.result(
                 """
-                \(state.name) \(state.address.map { "\($0)" } ?? "(no address)") "\(state.alias)"
+                \(Console.escaped(state.name)) \(state.address.map { "\($0)" } ?? "(no address)") "\(Console.escaped(state.alias))"
                   powered \(state.isPowered), discoverable \(state.isDiscoverable), pairable \(state.isPairable), \
                 discovering \(state.isDiscovering)
                 """,
@@ -59,7 +59,7 @@ struct InfoCommand: Command {
                     }
                     lines.append(
                         "    characteristic \(characteristic.uuid) [\(characteristic.properties)]"
-                            + (value.map { " = \($0.hex)\($0.printableText.map { " \"\($0)\"" } ?? "")" } ?? ""))
+                            + (value.map { " = \($0.described)" } ?? ""))
                     for descriptor in characteristic.descriptors {
                         lines.append("      descriptor \(descriptor.uuid)")
                     }

@@ -111,7 +111,7 @@ struct L2CAPCommand: Command {
         } catch {
             let message = (error as? BluetoothError).map(AbleCommand.describe) ?? "\(error)"
             console.result(
-                "channel \(number) failed after \(packets) SDUs echoed: \(message)",
+                "channel \(number) failed after \(packets) SDUs echoed: \(Console.escaped(message))",
                 json: .object([
                     ("event", "failed"), ("channel", .int(number)), ("echoed", .int(packets)),
                     ("error", .string(message)),
@@ -144,7 +144,7 @@ struct L2CAPCommand: Command {
                 }
                 let milliseconds = (clock.now - start).seconds * 1000
                 console.result(
-                    "reply \(index): \(reply.printableText.map { "\"\($0)\"" } ?? reply.hex) in \(milliseconds.formatted(places: 1)) ms",
+                    "reply \(index): \(reply.isMostlyText ? "\"\(Console.escaped(utf8: reply))\"" : reply.hex) in \(milliseconds.formatted(places: 1)) ms",
                     json: .object([
                         ("event", "reply"), ("index", .int(index)), ("value", .bytes(reply)),
                         ("echoed", .bool(reply == message)), ("milliseconds", .double(milliseconds)),

@@ -86,10 +86,13 @@ struct ScanCommand: Command {
             json: .object([("event", "end"), ("count", .int(found))]))
     }
 
+    /// The discovery as one line for people; the name, which the device chose, escaped.
     static func describe(_ discovery: Discovery) -> String {
         let advertisement = discovery.advertisement
-        var text = "\(discovery.address) (\(discovery.addressType))" + (discovery.isNew ? "" : " update")
-        if let name = discovery.name { text += " \"\(name)\"" }
+        var text =
+            "\(discovery.address) (\(Console.escaped(discovery.addressType.rawValue)))"
+            + (discovery.isNew ? "" : " update")
+        if let name = discovery.name { text += " \"\(Console.escaped(name))\"" }
         if let rssi = discovery.rssi { text += " \(rssi) dBm" }
         if !advertisement.serviceUUIDs.isEmpty {
             text += " services " + advertisement.serviceUUIDs.map { "\($0)" }.joined(separator: ",")

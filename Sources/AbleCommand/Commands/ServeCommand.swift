@@ -146,7 +146,7 @@ struct ServeCommand: Command {
             }
             OnWrite(.anyCharacteristic, answering: .immediately) { request in
                 console.result(
-                    "write \(request.uuid) = \(request.value.hex)\(request.value.printableText.map { " \"\($0)\"" } ?? "")",
+                    "write \(request.uuid) = \(request.value.described)",
                     json: .object([
                         ("event", "write"), ("characteristic", .string("\(request.uuid)")),
                         ("value", .bytes(request.value)),
@@ -157,7 +157,7 @@ struct ServeCommand: Command {
             OnConnectionStateChange { _, change in
                 console.result(
                     "\(change.central.address) \(change.isConnected ? "connected" : "disconnected")"
-                        + (change.reason.map { " (\($0))" } ?? ""),
+                        + (change.reason.map { " (\(Console.escaped($0)))" } ?? ""),
                     json: .object([
                         ("event", change.isConnected ? "connected" : "disconnected"),
                         ("central", .string("\(change.central.address)")),
