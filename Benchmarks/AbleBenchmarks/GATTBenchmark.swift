@@ -356,7 +356,7 @@ private func pathResult(count: Int, start: Mark, sent: Mark, arrived: ServerStat
 }
 
 private func measureWrites(
-    _ peripheral: Peripheral, sink: GATTCharacteristic, size: Int, count: Int, rounds: Int, reference: String,
+    _ peripheral: Peripheral, sink: RemoteCharacteristic, size: Int, count: Int, rounds: Int, reference: String,
     adapter: String
 ) async throws {
     let figure = "gatt-write-command-\(size)"
@@ -426,7 +426,7 @@ private enum WritePath: CaseIterable {
 /// server received. Able's socket is released before the other paths: BlueZ lends it to one
 /// client at a time, and Able's D-Bus path must not find it.
 private func measureWritePath(
-    _ path: WritePath, _ peripheral: Peripheral, sink: GATTCharacteristic, size: Int, packets: [[UInt8]],
+    _ path: WritePath, _ peripheral: Peripheral, sink: RemoteCharacteristic, size: Int, packets: [[UInt8]],
     reference: String, adapter: String
 ) async throws -> PathResult {
     let count = packets.count

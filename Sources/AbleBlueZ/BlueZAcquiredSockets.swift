@@ -8,7 +8,7 @@ extension BlueZPeripheralBackend {
         error.code == .notSupported || error.code == .notAuthorized || error.code == .doesNotExist
     }
 
-    func writeSocket(for characteristic: GATTCharacteristic) async throws -> AcquiredSocket? {
+    func writeSocket(for characteristic: RemoteCharacteristic) async throws -> AcquiredSocket? {
         guard characteristic.properties.contains(.writeWithoutResponse) else { return nil }
         // The table is looked up by the path the handles name, unchecked: an open socket or a
         // remembered refusal is found without reading the tree (a write over the bus checks the
@@ -29,7 +29,7 @@ extension BlueZPeripheralBackend {
         }
     }
 
-    func releaseWriteSocket(for characteristic: GATTCharacteristic) async {
+    func releaseWriteSocket(for characteristic: RemoteCharacteristic) async {
         guard let path = characteristic.id.path(device: path), system.writeSockets.openSocket(for: path) != nil
         else { return }
         // Listen first, so that BlueZ's WriteAcquired = false is not missed.

@@ -62,7 +62,7 @@ final class BlueZObjectTree: Sendable {
         /// (``volatileGATTProperties``) changed.
         var gattVersion: UInt64 = 0
         /// The GATT database of each device that was looked up since the last such change.
-        var gattDatabases: [DBusObjectPath: [GATTService]] = [:]
+        var gattDatabases: [DBusObjectPath: [RemoteService]] = [:]
 
         /// The properties of GATT attributes that change while the database stays the same.
         static let volatileGATTProperties: Set<String> = [
@@ -303,8 +303,8 @@ final class BlueZObjectTree: Sendable {
     /// looking an attribute up does not walk every object BlueZ exports (a scan's devices
     /// among them) each time.
     func gattDatabase(
-        of device: DBusObjectPath, build: ([DBusObjectPath: Interfaces]) -> [GATTService]
-    ) -> [GATTService] {
+        of device: DBusObjectPath, build: ([DBusObjectPath: Interfaces]) -> [RemoteService]
+    ) -> [RemoteService] {
         let (version, built, objects) = state.withLock { state in
             (state.gattVersion, state.gattDatabases[device], state.objects)
         }

@@ -132,7 +132,7 @@ struct BlueZPeripheralBackend: PeripheralBackend {
 
     // MARK: GATT
 
-    func services() throws -> [GATTService] {
+    func services() throws -> [RemoteService] {
         guard isConnected else { throw BluetoothError(.notConnected, message: "\(address) is not connected") }
         return system.tree.gattDatabase(of: path) { Self.gattDatabase(of: path, in: $0) }
     }
@@ -143,7 +143,7 @@ struct BlueZPeripheralBackend: PeripheralBackend {
     /// objects' paths, which BlueZ names after the attributes' handles.
     static func gattDatabase(
         of device: DBusObjectPath, in objects: [DBusObjectPath: BlueZObjectTree.Interfaces]
-    ) -> [GATTService] {
+    ) -> [RemoteService] {
         typealias Object = (path: DBusObjectPath, properties: [String: DBusVariant])
         var services: [Object] = []
         var characteristics: [DBusObjectPath: [Object]] = [:]
@@ -173,20 +173,20 @@ struct BlueZPeripheralBackend: PeripheralBackend {
         return sorted(services).compactMap { service in
             guard let serviceUUID = uuid(service.properties) else { return nil }
             let characteristics = sorted(characteristics[service.path]).compactMap {
-                characteristic -> GATTCharacteristic? in
+                characteristic -> RemoteCharacteristic? in
                 guard let characteristicUUID = uuid(characteristic.properties) else { return nil }
                 let descriptors = sorted(descriptors[characteristic.path]).compactMap { descriptor in
                     uuid(descriptor.properties).map {
-                        GATTDescriptor(uuid: $0, characteristicUUID: characteristicUUID, id: id(descriptor.path))
+                        RemoteDescriptor(uuid: $0, characteristicUUID: characteristicUUID, id: id(descriptor.path))
                     }
                 }
                 let flags = (try? characteristic.properties.decode("Flags", as: [String].self)) ?? []
-                return GATTCharacteristic(
+                return RemoteCharacteristic(
                     uuid: characteristicUUID, serviceUUID: serviceUUID,
                     properties: CharacteristicProperties(bluezFlags: flags), descriptors: descriptors,
                     id: id(characteristic.path))
             }
-            return GATTService(
+            return RemoteService(
                 uuid: serviceUUID, isPrimary: (try? service.properties.decode("Primary", as: Bool.self)) ?? true,
                 characteristics: characteristics, id: id(service.path))
         }
@@ -201,7 +201,7 @@ struct BlueZPeripheralBackend: PeripheralBackend {
         return path
     }
 
-    func objectPath(_ characteristic: GATTCharacteristic) throws -> DBusObjectPath {
+    func objectPath(_ characteristic: RemoteCharacteristic) throws -> DBusObjectPath {
         let object = try objectPath(characteristic.id) { characteristic.removedError(of: address) }
         // After a change, the handle may name another characteristic.
         guard uuid(of: object, Self.characteristic) == characteristic.uuid else {
@@ -210,7 +210,7 @@ struct BlueZPeripheralBackend: PeripheralBackend {
         return object
     }
 
-    func objectPath(_ descriptor: GATTDescriptor) throws -> DBusObjectPath {
+    func objectPath(_ descriptor: RemoteDescriptor) throws -> DBusObjectPath {
         let object = try objectPath(descriptor.id) { descriptor.removedError(of: address) }
         guard uuid(of: object, Self.descriptor) == descriptor.uuid else { throw descriptor.removedError(of: address) }
         return object
@@ -240,7 +240,7 @@ struct BlueZPeripheralBackend: PeripheralBackend {
         }
     }
 
-    func read(_ characteristic: GATTCharacteristic, offset: Int) async throws -> [UInt8] {
+    func read(_ characteristic: RemoteCharacteristic, offset: Int) async throws -> [UInt8] {
         let path = try objectPath(characteristic)
         let reply = try await onAttribute(path, gone: { characteristic.removedError(of: address) }) {
             try await request("read of \(characteristic.uuid)") { interruption in
@@ -251,7 +251,7 @@ struct BlueZPeripheralBackend: PeripheralBackend {
         return try reply.first.unwrapped("ReadValue").decode([UInt8].self)
     }
 
-    func write(_ value: [UInt8], to characteristic: GATTCharacteristic, type: WriteType, offset: Int) async throws {
+    func write(_ value: [UInt8], to characteristic: RemoteCharacteristic, type: WriteType, offset: Int) async throws {
         let path = try objectPath(characteristic)
         let bluezType =
             switch type {
@@ -268,7 +268,7 @@ struct BlueZPeripheralBackend: PeripheralBackend {
         }
     }
 
-    func read(_ descriptor: GATTDescriptor) async throws -> [UInt8] {
+    func read(_ descriptor: RemoteDescriptor) async throws -> [UInt8] {
         let path = try objectPath(descriptor)
         let reply = try await onAttribute(path, gone: { descriptor.removedError(of: address) }) {
             try await request("read of descriptor \(descriptor.uuid)") { interruption in
@@ -278,7 +278,7 @@ struct BlueZPeripheralBackend: PeripheralBackend {
         return try reply.first.unwrapped("ReadValue").decode([UInt8].self)
     }
 
-    func write(_ value: [UInt8], to descriptor: GATTDescriptor) async throws {
+    func write(_ value: [UInt8], to descriptor: RemoteDescriptor) async throws {
         let path = try objectPath(descriptor)
         _ = try await onAttribute(path, gone: { descriptor.removedError(of: address) }) {
             try await request("write of descriptor \(descriptor.uuid)") { interruption in
@@ -352,21 +352,21 @@ struct BlueZPeripheralBackend: PeripheralBackend {
     /// Why a subscribed characteristic's object left the tree: the link dropped (BlueZ drops a
     /// device's GATT objects as its ATT channel closes, before it announces `Connected = false`),
     /// or the peripheral's database changed while connected.
-    func removalError(for characteristic: GATTCharacteristic) async -> BluetoothError {
+    func removalError(for characteristic: RemoteCharacteristic) async -> BluetoothError {
         guard await becomesDisconnected(within: Self.linkLossGrace) else {
             return characteristic.removedError(of: address)
         }
         return BluetoothError(.disconnected, message: "the peripheral disconnected")
     }
 
-    func mtu(of characteristic: GATTCharacteristic) -> Int? {
+    func mtu(of characteristic: RemoteCharacteristic) -> Int? {
         guard let path = characteristic.id.path(device: path) else { return nil }
         return (try? system.tree.properties(of: Self.characteristic, at: path)?.decode("MTU", as: UInt16.self))
             .flatMap { $0 }.map(Int.init)
     }
 
     func subscribe(
-        to characteristic: GATTCharacteristic, into continuation: NotificationStream.Continuation,
+        to characteristic: RemoteCharacteristic, into continuation: NotificationStream.Continuation,
         delivery: NotificationDelivery
     ) async throws {
         let socket: BlueZNotificationHub.SocketChoice =

@@ -20,7 +20,7 @@ extension BlueZPeripheralBackend {
     func serviceChanges() -> AsyncStream<ServiceChange> {
         let (stream, continuation) = AsyncStream<ServiceChange>.makeStream(bufferingPolicy: .bufferingNewest(32))
         let changes = system.tree.changes()
-        let known = Lock<[GATTService]?>(resolvedServices())
+        let known = Lock<[RemoteService]?>(resolvedServices())
         let adapter = path.parent
         let task = Task { [self] in
             var pending: Task<Void, Never>?
@@ -55,7 +55,7 @@ extension BlueZPeripheralBackend {
     }
 
     /// The services while connected with the services resolved; `nil` otherwise.
-    private func resolvedServices() -> [GATTService]? {
+    private func resolvedServices() -> [RemoteService]? {
         guard isConnected,
             (try? system.tree.properties(of: Self.device, at: path)?.decode("ServicesResolved", as: Bool.self))
                 == true

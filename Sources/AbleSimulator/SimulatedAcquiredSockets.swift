@@ -41,7 +41,7 @@ extension SimulatedRadio {
 
 extension SimulatedPeripheralBackend {
     /// The connection's key for a characteristic.
-    private func key(_ characteristic: GATTCharacteristic) throws -> RadioState.SubscriptionKey {
+    private func key(_ characteristic: RemoteCharacteristic) throws -> RadioState.SubscriptionKey {
         guard let id = AttributeID(remote: characteristic.id) else {
             throw BluetoothError(.doesNotExist, message: "no attribute \(characteristic.id)")
         }
@@ -61,7 +61,7 @@ extension SimulatedPeripheralBackend {
         }
     }
 
-    func writeSocket(for characteristic: GATTCharacteristic) async throws -> AcquiredSocket? {
+    func writeSocket(for characteristic: RemoteCharacteristic) async throws -> AcquiredSocket? {
         let core = try core()
         guard characteristic.properties.contains(.writeWithoutResponse) else { return nil }
         let key = try key(characteristic)
@@ -107,7 +107,7 @@ extension SimulatedPeripheralBackend {
         }
     }
 
-    func releaseWriteSocket(for characteristic: GATTCharacteristic) async {
+    func releaseWriteSocket(for characteristic: RemoteCharacteristic) async {
         guard let key = try? key(characteristic) else { return }
         await radio.writeSockets.release(key)
     }
@@ -117,7 +117,7 @@ extension SimulatedPeripheralBackend {
     /// end feeds `continuation`. A link that ends finishes the relay, which closes the socket,
     /// which ends the stream with ``BluetoothError/Code/disconnected``.
     func subscribeThroughSocket(
-        to characteristic: GATTCharacteristic, into continuation: NotificationStream.Continuation,
+        to characteristic: RemoteCharacteristic, into continuation: NotificationStream.Continuation,
         register: (NotificationStream.Continuation) throws -> Void
     ) throws {
         let relay = NotificationStream.Continuation(limit: 16_384, policy: .dropNewest)

@@ -160,7 +160,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
         return core
     }
 
-    func services() throws -> [GATTService] {
+    func services() throws -> [RemoteService] {
         guard isConnected else { throw BluetoothError(.notConnected, message: "\(address) is not connected") }
         // A device that stopped serving shows an empty database, as BlueZ does once its
         // application is unregistered.
@@ -174,18 +174,18 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
 
     /// Throws ``BluetoothError/Code/attributeRemoved`` when the characteristic is no longer in
     /// the database as it was found (its handle may now hold another one).
-    private func check(_ characteristic: GATTCharacteristic) throws {
+    private func check(_ characteristic: RemoteCharacteristic) throws {
         guard try services().contains(where: { $0.characteristics.contains(characteristic) }) else {
             throw characteristic.removedError(of: address)
         }
     }
 
-    private func check(_ descriptor: GATTDescriptor) throws {
+    private func check(_ descriptor: RemoteDescriptor) throws {
         guard try services().contains(where: { $0.characteristics.contains { $0.descriptors.contains(descriptor) } })
         else { throw descriptor.removedError(of: address) }
     }
 
-    func read(_ characteristic: GATTCharacteristic, offset: Int) async throws -> [UInt8] {
+    func read(_ characteristic: RemoteCharacteristic, offset: Int) async throws -> [UInt8] {
         try check(characteristic)
         return try await attribute(.read) {
             try await $0.read($1, central: Central(address: central), offset: offset, mtu: mtu)
@@ -198,7 +198,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
     /// prepared in order (the first offered to a server that authorizes prepared writes, as BlueZ
     /// does) and then
     /// executed in order.
-    func write(_ value: [UInt8], to characteristic: GATTCharacteristic, type: WriteType, offset: Int) async throws {
+    func write(_ value: [UInt8], to characteristic: RemoteCharacteristic, type: WriteType, offset: Int) async throws {
         try check(characteristic)
         let mtu = self.mtu
         let central = Central(address: central)
@@ -233,7 +233,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
         }(characteristic.id)
     }
 
-    func read(_ descriptor: GATTDescriptor) async throws -> [UInt8] {
+    func read(_ descriptor: RemoteDescriptor) async throws -> [UInt8] {
         try check(descriptor)
         if let characteristic = AttributeID(cccdOf: descriptor.id) {
             _ = try core()
@@ -247,7 +247,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             descriptor.id)
     }
 
-    func write(_ value: [UInt8], to descriptor: GATTDescriptor) async throws {
+    func write(_ value: [UInt8], to descriptor: RemoteDescriptor) async throws {
         try check(descriptor)
         if AttributeID(cccdOf: descriptor.id) != nil {
             // BlueZ keeps the Client Characteristic Configuration to itself: subscribe instead.
@@ -314,7 +314,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
     }
 
     /// Whether the link is secure enough for a Write Command to `characteristic`.
-    func commandAllowed(to characteristic: GATTCharacteristic) -> Bool {
+    func commandAllowed(to characteristic: RemoteCharacteristic) -> Bool {
         guard let id = AttributeID(remote: characteristic.id), let core = try? core(),
             let permissions = core.permissions(of: id)
         else { return true }
@@ -324,10 +324,10 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
 
     var mtu: Int { radio.state.withLock { $0.linkMTU(central: central, peripheral: address) } }
 
-    func mtu(of characteristic: GATTCharacteristic) -> Int? { mtu }
+    func mtu(of characteristic: RemoteCharacteristic) -> Int? { mtu }
 
     func subscribe(
-        to characteristic: GATTCharacteristic, into continuation: NotificationStream.Continuation,
+        to characteristic: RemoteCharacteristic, into continuation: NotificationStream.Continuation,
         delivery: NotificationDelivery
     ) async throws {
         try check(characteristic)

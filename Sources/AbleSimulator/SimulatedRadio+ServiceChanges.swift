@@ -5,7 +5,7 @@ import AbleIO
 /// saw last (`nil` until the connection first resolved its services).
 struct ServiceChangeListener {
     var continuation: AsyncStream<ServiceChange>.Continuation
-    var known: [GATTService]?
+    var known: [RemoteService]?
 }
 
 extension SimulatedRadio {
@@ -17,7 +17,7 @@ extension SimulatedRadio {
     func replaceDatabase(
         of peripheral: BluetoothAddress, with core: GATTServerCore?, events: GATTServerEvents?? = .none
     ) {
-        let (before, centrals) = state.withLock { state -> ([GATTService], [BluetoothAddress]) in
+        let (before, centrals) = state.withLock { state -> ([RemoteService], [BluetoothAddress]) in
             let before = state.devices[peripheral]?.core.map { Self.servicesView(of: $0.definition) } ?? []
             state.devices[peripheral]?.core = core
             if let events { state.devices[peripheral]?.events = events }
@@ -27,8 +27,8 @@ extension SimulatedRadio {
         // As BlueZ clears a changed range: a subscription survives only if its characteristic is
         // still there, unchanged, under the same handle.
         let gone = before.flatMap(\.characteristics).filter { !after.flatMap(\.characteristics).contains($0) }
-        let ended = state.withLock { state -> [(NotificationStream.Continuation, GATTCharacteristic)] in
-            var ended: [(NotificationStream.Continuation, GATTCharacteristic)] = []
+        let ended = state.withLock { state -> [(NotificationStream.Continuation, RemoteCharacteristic)] in
+            var ended: [(NotificationStream.Continuation, RemoteCharacteristic)] = []
             for characteristic in gone {
                 guard let id = AttributeID(remote: characteristic.id) else { continue }
                 for central in centrals {
@@ -85,17 +85,17 @@ extension SimulatedRadio {
     }
 
     /// A served definition as a central discovers it: the indices are the handles.
-    static func servicesView(of definition: GATTServerDefinition) -> [GATTService] {
+    static func servicesView(of definition: GATTServerDefinition) -> [RemoteService] {
         definition.services.enumerated().map { serviceIndex, service in
-            GATTService(
+            RemoteService(
                 uuid: service.uuid, isPrimary: service.kind == .primary,
                 characteristics: service.characteristics.enumerated().map { index, characteristic in
                     let id = AttributeID(service: serviceIndex, characteristic: index)
-                    return GATTCharacteristic(
+                    return RemoteCharacteristic(
                         uuid: characteristic.uuid, serviceUUID: service.uuid, properties: characteristic.properties,
                         descriptors: cccd(of: characteristic, id)
                             + characteristic.descriptors.enumerated().map { descriptorIndex, descriptor in
-                                GATTDescriptor(
+                                RemoteDescriptor(
                                     uuid: descriptor.uuid, characteristicUUID: characteristic.uuid,
                                     id: AttributeID(
                                         service: serviceIndex, characteristic: index, descriptor: descriptorIndex
@@ -109,10 +109,10 @@ extension SimulatedRadio {
 
 /// The Client Characteristic Configuration descriptor BlueZ shows for a characteristic that
 /// notifies or indicates, ahead of the declared descriptors as in BlueZ's handle order.
-private func cccd(of characteristic: Characteristic, _ id: AttributeID) -> [GATTDescriptor] {
+private func cccd(of characteristic: Characteristic, _ id: AttributeID) -> [RemoteDescriptor] {
     guard !characteristic.properties.isDisjoint(with: [.notify, .indicate]) else { return [] }
     return [
-        GATTDescriptor(
+        RemoteDescriptor(
             uuid: .clientCharacteristicConfiguration, characteristicUUID: characteristic.uuid,
             id: RemoteAttributeID(id.remote.components + [AttributeID.cccdComponent]))
     ]

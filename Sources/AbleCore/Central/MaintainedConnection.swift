@@ -114,7 +114,7 @@ public final class MaintainedConnection: Sendable {
         var link: Int?
         /// The characteristic as found when it was enabled, to tell whether a service change
         /// removed it.
-        var found: GATTCharacteristic?
+        var found: RemoteCharacteristic?
     }
 
     private struct Storage {

@@ -62,7 +62,7 @@ public actor Peripheral {
 
     private struct WriteSocketEntry: Sendable {
         let socket: AcquiredSocket
-        let characteristic: GATTCharacteristic
+        let characteristic: RemoteCharacteristic
     }
 
     /// The peripheral's address.
@@ -155,7 +155,7 @@ public actor Peripheral {
     /// The peripheral's services, as resolved after connecting.
     ///
     /// - Throws: ``BluetoothError/Code/notConnected`` when not connected.
-    public func services() throws -> [GATTService] {
+    public func services() throws -> [RemoteService] {
         try backend.services()
     }
 
@@ -198,7 +198,7 @@ public actor Peripheral {
     ///   before and the peripheral's services changed since (see ``serviceChanges()``);
     ///   ``BluetoothError/Code/doesNotExist`` when the peripheral has no such characteristic in
     ///   that service. Either message names the characteristic and its service.
-    public func characteristic(_ identifier: some CharacteristicIdentifier) throws -> GATTCharacteristic {
+    public func characteristic(_ identifier: some CharacteristicIdentifier) throws -> RemoteCharacteristic {
         let services = try backend.services()
         let key = CharacteristicKey(identifier)
         let (serviceUUID, uuid) = (key.service, key.characteristic)
@@ -225,7 +225,7 @@ public actor Peripheral {
     }
 
     /// The discovered descriptor a typed identifier names.
-    public func descriptor(_ identifier: some DescriptorIdentifier) throws -> GATTDescriptor {
+    public func descriptor(_ identifier: some DescriptorIdentifier) throws -> RemoteDescriptor {
         let characteristic = try characteristic(identifier.characteristic)
         let uuid = identifier.uuid
         guard let descriptor = characteristic.descriptors.first(where: { $0.uuid == uuid }) else {
@@ -413,7 +413,7 @@ public actor Peripheral {
     public static let writeBatchLength = 512
 
     private static func send(
-        _ value: [UInt8], into socket: AcquiredSocket, of characteristic: GATTCharacteristic,
+        _ value: [UInt8], into socket: AcquiredSocket, of characteristic: RemoteCharacteristic,
         isolation: isolated (any Actor)? = #isolation
     ) async throws {
         guard socket.fits(value) else { throw misfit(value, socket, characteristic) }
@@ -428,7 +428,7 @@ public actor Peripheral {
     /// each value in `written` and reporting it to `progress` once the socket has taken the batch;
     /// then throws for that value, if one did not fit.
     private static func writeBatch(
-        _ values: ArraySlice<[UInt8]>, into socket: AcquiredSocket, of characteristic: GATTCharacteristic,
+        _ values: ArraySlice<[UInt8]>, into socket: AcquiredSocket, of characteristic: RemoteCharacteristic,
         written: inout Int, progress: (_ written: Int) -> Void, isolation: isolated (any Actor)? = #isolation
     ) async throws {
         let fitting = values.firstIndex { !socket.fits($0) } ?? values.endIndex
@@ -453,7 +453,7 @@ public actor Peripheral {
 
     /// The error for a value that does not fit a write without response through `socket`.
     private static func misfit(
-        _ value: [UInt8], _ socket: AcquiredSocket, _ characteristic: GATTCharacteristic
+        _ value: [UInt8], _ socket: AcquiredSocket, _ characteristic: RemoteCharacteristic
     ) -> BluetoothError {
         BluetoothError(
             value.isEmpty ? .invalidArguments : .valueTooLong,
@@ -462,7 +462,7 @@ public actor Peripheral {
     }
 
     /// The error for a write into `characteristic`'s socket that closed under it.
-    private static func closed(socket characteristic: GATTCharacteristic, cause: BluetoothError) -> BluetoothError {
+    private static func closed(socket characteristic: RemoteCharacteristic, cause: BluetoothError) -> BluetoothError {
         BluetoothError(.disconnected, message: "the write socket of \(characteristic.uuid) was closed", cause: cause)
     }
 
@@ -498,7 +498,7 @@ public actor Peripheral {
     /// MTU is unknown; an acquired write socket's own MTU once there is one), and at most 512
     /// bytes too, however large the MTU (BlueZ drops a longer Write Command, or cuts it short
     /// when it comes through the socket).
-    public func maximumWriteLength(for characteristic: GATTCharacteristic, type: WriteType = .withResponse) -> Int {
+    public func maximumWriteLength(for characteristic: RemoteCharacteristic, type: WriteType = .withResponse) -> Int {
         switch type {
         case .withResponse, .reliable: AcquiredSocket.maximumAttributeValueLength
         case .withoutResponse:

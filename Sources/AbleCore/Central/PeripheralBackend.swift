@@ -7,27 +7,27 @@ package protocol PeripheralBackend: Sendable {
     var isPaired: Bool { get }
     func pair(with agent: PairingAgent, timeout: Duration) async throws
     func connectionStates() -> AsyncStream<Peripheral.ConnectionState>
-    func services() throws -> [GATTService]
+    func services() throws -> [RemoteService]
     /// The changes of the peripheral's database from now on, each once the database is settled
     /// (see ``Peripheral/serviceChanges()``).
     func serviceChanges() -> AsyncStream<ServiceChange>
-    func read(_ characteristic: GATTCharacteristic, offset: Int) async throws -> [UInt8]
+    func read(_ characteristic: RemoteCharacteristic, offset: Int) async throws -> [UInt8]
     /// Writes over the bus; with an `offset` or a value longer than one PDU allows, as a long
     /// write (prepare and execute).
-    func write(_ value: [UInt8], to characteristic: GATTCharacteristic, type: WriteType, offset: Int) async throws
+    func write(_ value: [UInt8], to characteristic: RemoteCharacteristic, type: WriteType, offset: Int) async throws
     /// The characteristic's write-without-response socket, acquired if there is none open;
     /// `nil` when the backend does not grant one, and writes go over the bus.
-    func writeSocket(for characteristic: GATTCharacteristic) async throws -> AcquiredSocket?
+    func writeSocket(for characteristic: RemoteCharacteristic) async throws -> AcquiredSocket?
     /// Releases the characteristic's write socket, if one is held (BlueZ refuses every other
     /// write of a characteristic while its socket is acquired).
-    func releaseWriteSocket(for characteristic: GATTCharacteristic) async
-    func read(_ descriptor: GATTDescriptor) async throws -> [UInt8]
-    func write(_ value: [UInt8], to descriptor: GATTDescriptor) async throws
-    func mtu(of characteristic: GATTCharacteristic) -> Int?
+    func releaseWriteSocket(for characteristic: RemoteCharacteristic) async
+    func read(_ descriptor: RemoteDescriptor) async throws -> [UInt8]
+    func write(_ value: [UInt8], to descriptor: RemoteDescriptor) async throws
+    func mtu(of characteristic: RemoteCharacteristic) -> Int?
     /// Subscribes `continuation` to the characteristic's notifications (sharing one subscription
     /// per characteristic) and returns once values can flow.
     func subscribe(
-        to characteristic: GATTCharacteristic, into continuation: NotificationStream.Continuation,
+        to characteristic: RemoteCharacteristic, into continuation: NotificationStream.Continuation,
         delivery: NotificationDelivery
     ) async throws
     /// Opens an L2CAP LE credit-based channel to `psm` on the peripheral.

@@ -6,14 +6,14 @@
 /// and ``added`` (as it is now).
 public struct ServiceChange: Sendable, Hashable, CustomStringConvertible {
     /// Every service the peripheral serves after the change, as ``Peripheral/services()`` gives them.
-    public var services: [GATTService]
+    public var services: [RemoteService]
     /// The services, as they were, that are gone or changed.
-    public var removed: [GATTService]
+    public var removed: [RemoteService]
     /// The services, as they are now, that are new or changed.
-    public var added: [GATTService]
+    public var added: [RemoteService]
 
     /// A change from `old` to `new`; `nil` when they are the same.
-    package init?(from old: [GATTService], to new: [GATTService]) {
+    package init?(from old: [RemoteService], to new: [RemoteService]) {
         let removed = old.filter { !new.contains($0) }
         let added = new.filter { !old.contains($0) }
         guard !removed.isEmpty || !added.isEmpty else { return nil }
@@ -24,7 +24,7 @@ public struct ServiceChange: Sendable, Hashable, CustomStringConvertible {
 
     /// The characteristics that were in the database before the change and are not after it,
     /// matched by service and characteristic UUID (one that moved to other handles is still there).
-    public var removedCharacteristics: [GATTCharacteristic] {
+    public var removedCharacteristics: [RemoteCharacteristic] {
         let remaining = Set(services.flatMap { $0.characteristics.map(\.key) })
         return removed.flatMap(\.characteristics).filter { !remaining.contains($0.key) }
     }
@@ -62,7 +62,7 @@ struct CharacteristicKey: Hashable {
     }
 }
 
-extension GATTCharacteristic {
+extension RemoteCharacteristic {
     /// The service and characteristic UUIDs: what stays the same when a database is rebuilt.
     var key: CharacteristicKey { CharacteristicKey(service: serviceUUID, characteristic: uuid) }
 
@@ -76,7 +76,7 @@ extension GATTCharacteristic {
     }
 }
 
-extension GATTDescriptor {
+extension RemoteDescriptor {
     /// The error for an operation on this descriptor after it left the database.
     package func removedError(of address: BluetoothAddress) -> BluetoothError {
         BluetoothError(

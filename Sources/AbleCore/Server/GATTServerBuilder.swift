@@ -61,7 +61,10 @@ public enum CharacteristicBuilder {
     public static func buildArray(_ components: [[Descriptor]]) -> [Descriptor] { components.flatMap { $0 } }
 }
 
-/// A GATT service and its characteristics.
+/// A GATT service and its characteristics, declared for this adapter's ``GATTServer``.
+///
+/// Declarations are bare nouns, written inside the server's builder block; what a central finds
+/// on another device is a ``RemoteService``.
 public struct Service: GATTServerComponent {
     /// Whether a service is primary or included by another.
     public enum Kind: Sendable, Hashable {
@@ -103,7 +106,8 @@ public struct Service: GATTServerComponent {
     public func apply(to definition: inout GATTServerDefinition) { definition.services.append(self) }
 }
 
-/// A characteristic of a ``Service``: its properties, permissions, initial value and descriptors.
+/// A characteristic of a ``Service``: its properties, permissions, initial value and descriptors
+/// (a central's view of another device's characteristic is a ``RemoteCharacteristic``).
 ///
 /// A characteristic with no ``OnRead`` or ``OnWrite`` handler serves its stored value, and
 /// writes update it (subject to its permissions).
@@ -167,7 +171,8 @@ public struct Characteristic: Sendable {
     }
 }
 
-/// A descriptor of a ``Characteristic``.
+/// A descriptor of a ``Characteristic`` (a central's view of another device's descriptor is a
+/// ``RemoteDescriptor``).
 public struct Descriptor: Sendable {
     /// The descriptor's UUID.
     public var uuid: BluetoothUUID

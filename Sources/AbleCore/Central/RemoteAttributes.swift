@@ -1,14 +1,17 @@
-/// A service of a connected peripheral, as discovered.
-public struct GATTService: Sendable, Hashable, CustomStringConvertible {
+/// A service of a connected peripheral, as discovered: what a central finds on another device.
+///
+/// `Remote` names the side: a ``Service`` declares a service of this adapter's own
+/// ``GATTServer``.
+public struct RemoteService: Sendable, Hashable, CustomStringConvertible {
     /// The service's UUID.
     public var uuid: BluetoothUUID
     /// Whether it is a primary service.
     public var isPrimary: Bool
     /// Its characteristics.
-    public var characteristics: [GATTCharacteristic]
+    public var characteristics: [RemoteCharacteristic]
     package let id: RemoteAttributeID
 
-    package init(uuid: BluetoothUUID, isPrimary: Bool, characteristics: [GATTCharacteristic], id: RemoteAttributeID) {
+    package init(uuid: BluetoothUUID, isPrimary: Bool, characteristics: [RemoteCharacteristic], id: RemoteAttributeID) {
         self.uuid = uuid
         self.isPrimary = isPrimary
         self.characteristics = characteristics
@@ -18,8 +21,9 @@ public struct GATTService: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "service \(uuid) (\(characteristics.count) characteristics)" }
 }
 
-/// A characteristic of a connected peripheral, as discovered.
-public struct GATTCharacteristic: Sendable, Hashable, CustomStringConvertible {
+/// A characteristic of a connected peripheral, as discovered: what a central finds on another
+/// device. A ``Characteristic`` declares one of this adapter's own ``GATTServer``.
+public struct RemoteCharacteristic: Sendable, Hashable, CustomStringConvertible {
     /// The characteristic's UUID.
     public var uuid: BluetoothUUID
     /// The UUID of its service.
@@ -27,12 +31,12 @@ public struct GATTCharacteristic: Sendable, Hashable, CustomStringConvertible {
     /// What it allows: read, write, notify, …
     public var properties: CharacteristicProperties
     /// Its descriptors.
-    public var descriptors: [GATTDescriptor]
+    public var descriptors: [RemoteDescriptor]
     package let id: RemoteAttributeID
 
     package init(
         uuid: BluetoothUUID, serviceUUID: BluetoothUUID, properties: CharacteristicProperties,
-        descriptors: [GATTDescriptor], id: RemoteAttributeID
+        descriptors: [RemoteDescriptor], id: RemoteAttributeID
     ) {
         self.uuid = uuid
         self.serviceUUID = serviceUUID
@@ -44,8 +48,9 @@ public struct GATTCharacteristic: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "characteristic \(uuid) \(properties)" }
 }
 
-/// A descriptor of a connected peripheral, as discovered.
-public struct GATTDescriptor: Sendable, Hashable, CustomStringConvertible {
+/// A descriptor of a connected peripheral, as discovered: what a central finds on another device.
+/// A ``Descriptor`` declares one of this adapter's own ``GATTServer``.
+public struct RemoteDescriptor: Sendable, Hashable, CustomStringConvertible {
     /// The descriptor's UUID.
     public var uuid: BluetoothUUID
     /// The UUID of its characteristic.
