@@ -108,6 +108,9 @@ public final class MaintainedConnection: Sendable {
         /// link goes. Apart from the relay, so that waiting for a relay to hand over its values
         /// never waits for a retry's pause.
         var retry: Task<Void, Never>?
+        /// Which relay is the current one: a relay replaced or cancelled (by a service change that
+        /// enabled the subscription again on the same link) must not start a retry when its values end.
+        var relayGeneration: UInt64 = 0
         /// Whether the consumer has been told of the current gap.
         var interrupted = false
         /// The link it is enabled on (or being enabled on): never twice on one link.
@@ -447,7 +450,10 @@ public final class MaintainedConnection: Sendable {
     private func relay(_ values: NotificationStream, to id: UInt64) {
         // Announced before the relay starts, so that it precedes this link's values.
         yield(.enabled, to: id)
-        let link = storage.withLock { $0.link }
+        let (link, generation) = storage.withLock { storage in
+            storage.nextID += 1
+            return (storage.link, storage.nextID)
+        }
         let relay = Task.inheritingExecutor {
             var reason: BluetoothError?
             do {
@@ -463,13 +469,16 @@ public final class MaintainedConnection: Sendable {
             // link that stays up for another reason, the characteristic went away without a
             // change of services being seen (the peer's GATT application was unregistered):
             // subscribe again once it is back. The relay itself ends here, so that a link loss's
-            // gap is reported as soon as the lost link's values are handed over.
-            self.valuesEnded(id, link: link, reason: reason)
+            // gap is reported as soon as the lost link's values are handed over. A cancelled relay
+            // was replaced or its gap is being reported already: it starts nothing.
+            guard !Task.isCancelled else { return }
+            self.valuesEnded(id, link: link, relay: generation, reason: reason)
         }
         let replaced = storage.withLock { storage -> Task<Void, Never>? in
             guard storage.subscriptions[id] != nil else { return nil }
             let replaced = storage.subscriptions[id]!.relay
             storage.subscriptions[id]!.relay = relay
+            storage.subscriptions[id]!.relayGeneration = generation
             storage.subscriptions[id]!.interrupted = false
             return replaced
         }
@@ -477,12 +486,14 @@ public final class MaintainedConnection: Sendable {
         if storage.withLock({ $0.subscriptions[id] == nil }) { relay.cancel() }
     }
 
-    /// Starts a subscription's retry after its values ended on link `link` (which may be going: the
-    /// supervisor, learning of a link loss, cancels the retry).
-    private func valuesEnded(_ id: UInt64, link: Int, reason: BluetoothError?) {
+    /// Starts a subscription's retry after the values of its current relay, `generation`, ended on
+    /// link `link` (which may be going: the supervisor, learning of a link loss, cancels the retry).
+    private func valuesEnded(_ id: UInt64, link: Int, relay generation: UInt64, reason: BluetoothError?) {
         let retry = Task.inheritingExecutor { [self] in await resubscribe(id, link: link, reason: reason) }
         let cancelled = storage.withLock { storage -> Task<Void, Never>? in
-            guard storage.link == link, storage.subscriptions[id]?.link == link else { return retry }
+            guard storage.link == link, storage.subscriptions[id]?.link == link,
+                storage.subscriptions[id]?.relayGeneration == generation
+            else { return retry }
             let replaced = storage.subscriptions[id]!.retry
             storage.subscriptions[id]!.retry = retry
             return replaced
