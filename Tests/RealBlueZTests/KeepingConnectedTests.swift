@@ -17,7 +17,9 @@ extension RealBlueZ {
             try await withRig { _ in
                 let child = try ChildProcess.start(snippet, [Guest.peripheral, Guest.central])
                 let status = try await withCleanup {
-                    try await withDeadline(.seconds(120), waitingFor: "the snippet to exit") { await child.exitStatus() }
+                    try await withDeadline(.seconds(120), waitingFor: "the snippet to exit") {
+                        await child.exitStatus()
+                    }
                 } cleanup: {
                     child.kill()
                 }
