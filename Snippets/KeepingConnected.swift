@@ -72,9 +72,9 @@ do {
                     // The link drops (the sensor ends it here; out of range in the field).
                     for central in await server.connectedCentrals { try await server.disconnect(central) }
                 } else if values == 6 {
-                    // The sensor goes away for good: no more advertising, no more server.
+                    // The sensor goes away: it stops advertising and drops the link.
                     await advertising.stop()
-                    await server.close()
+                    for central in await server.connectedCentrals { try await server.disconnect(central) }
                 }
             }
         }
@@ -88,3 +88,4 @@ let rescan = try await centralAdapter.scan(ScanFilter(serviceUUIDs: [sensorServi
 advertising = try await sensorAdapter.startAdvertising(sensorAdvertisement)
 print("found again: \(try await rescan.first(timeout: .seconds(30)).address == discovery.address)")
 await advertising.stop()
+await server.close()
