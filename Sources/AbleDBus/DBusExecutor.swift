@@ -20,6 +20,8 @@ package import AbleIO
 /// actor Device {
 ///     let connection: DBusConnection
 ///     nonisolated var unownedExecutor: UnownedSerialExecutor { connection.executor.asUnownedSerialExecutor() }
+///
+///     init(connection: DBusConnection) { self.connection = connection }
 /// }
 /// ```
 ///

@@ -7,6 +7,7 @@ import AbleIO
 /// Each fault is one call, and applies to what happens after it:
 ///
 /// ```swift
+/// let peripheral = radio.addPeripheral(address: "C0:FF:EE:00:00:01", advertisement: Advertisement(localName: "HRM"))
 /// peripheral.failNextConnection(.leConnectionAbortByLocal)
 /// peripheral.neverResolveServices()
 /// peripheral.dropLinkDuringNextRequest()
@@ -14,7 +15,7 @@ import AbleIO
 /// peripheral.dropNotifications(2)
 /// peripheral.delayNotifications(by: .milliseconds(300))
 /// peripheral.goOutOfRange()
-/// peripheral.changeServices { Service(.battery) { Characteristic(.batteryLevel, properties: .read) } }
+/// peripheral.changeServices { Service(.batteryService) { Characteristic(.batteryLevel, properties: .read) } }
 /// ```
 public final class SimulatedPeripheral: Sendable {
     /// How long a simulated peripheral takes, in simulated time.
@@ -143,6 +144,7 @@ public final class SimulatedPeripheral: Sendable {
     /// ``/Able/BluetoothError`` with the failure's code and message.
     ///
     /// ```swift
+    /// let peripheral = radio.addPeripheral(address: "C0:FF:EE:00:00:01", advertisement: Advertisement(localName: "HRM"))
     /// peripheral.failNextConnection(.leConnectionAbortByLocal)
     /// peripheral.failNextConnection(.init(.connectionAttemptFailed, message: "le-connection-refused"))
     /// ```

@@ -59,6 +59,9 @@ public final class SimulatedRadio: Sendable {
     /// ``SimulatedClock/run(isolation:_:)`` of ``clock``.
     ///
     /// ```swift
+    /// import AbleSimulator
+    /// import Testing
+    ///
     /// @Test func findsTheSensor() async throws {
     ///     let radio = SimulatedRadio()
     ///     try await radio.run {

@@ -123,6 +123,23 @@ struct ProgramTests {
         #expect(lines.last == "done")
     }
 
+    @Test("Snippets/KeepingConnected.swift keeps its readings across a link drop, gives up, and scans again")
+    func keepingConnectedSnippet() async throws {
+        let result = try await run("KeepingConnected", ["--simulated"])
+        #expect(result.status == 0, "\(result.error)")
+        let lines = result.out.split(separator: "\n").map(String.init)
+        // Three readings on the first link, a gap, the set-up again, three more on the second link.
+        let events = lines.filter { $0.hasPrefix("reading ") || $0.hasPrefix("gap: ") || $0.hasPrefix("connected;") }
+        #expect(
+            Array(events.prefix(9)) == [
+                "connected; firmware 1.0.3", "reading [1]", "reading [2]", "reading [3]", "gap: peerDisconnected",
+                "connected; firmware 1.0.3", "reading [4]", "reading [5]", "reading [6]",
+            ], "\(result.out)")
+        #expect(lines.filter { $0 == "receiving" }.count == 2, "\(result.out)")
+        #expect(lines.contains { $0.hasPrefix("gave up: ") }, "\(result.out)")
+        #expect(lines.last == "found again: true", "\(result.out)")
+    }
+
     @Test("Snippets/DBusTour.swift runs on a private bus")
     func dbusTourSnippet() async throws {
         let bus = try PrivateBus()

@@ -44,8 +44,9 @@ extension Adapter {
     /// See ``setPairingAgent(_:)`` for what the agent answers. `body` runs where the caller is.
     ///
     /// ```swift
-    /// try await adapter.withPairingAgent(.justWorks) {
-    ///     try await server.waitUntilClosed()
+    /// // Pair with a device to read its protected characteristic, accepting Just Works.
+    /// let level = try await adapter.withPairingAgent(.justWorks) {
+    ///     try await peripheral.read(Characteristics.batteryLevel)
     /// }
     /// ```
     ///

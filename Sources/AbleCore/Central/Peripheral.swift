@@ -7,7 +7,9 @@ import AbleIO
 /// let peripheral = await adapter.peripheral(for: discovery)
 /// try await peripheral.connect(timeout: .seconds(10))
 /// let level = try await peripheral.read(Characteristics.batteryLevel)
-/// for try await value in try await peripheral.notifications(of: Characteristics.measurement).prefix(5) { … }
+/// for try await value in try await peripheral.notifications(of: Characteristics.measurement).prefix(5) {
+///     print(value)
+/// }
 /// try await peripheral.disconnect()
 /// ```
 ///

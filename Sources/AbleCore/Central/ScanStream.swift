@@ -59,7 +59,7 @@ public struct ScanStream: AsyncSequence, Sendable {
     /// clock on a simulated adapter.
     ///
     /// ```swift
-    /// let device = try await adapter.scan(ScanFilter(serviceUUIDs: [heartRate])).first(timeout: .seconds(3))
+    /// let device = try await adapter.scan(ScanFilter(serviceUUIDs: [.heartRate])).first(timeout: .seconds(3))
     /// ```
     ///
     /// - Throws: ``BluetoothError`` with ``BluetoothError/Code/timeout`` when nothing was found in time.

@@ -20,7 +20,9 @@ extension Adapter {
     /// ```swift
     /// let listener = try await adapter.listenL2CAP()
     /// // publish listener.psm, for example through a characteristic
-    /// for try await channel in listener.channels { … }
+    /// for try await channel in listener.channels {
+    ///     // … serve the channel …
+    /// }
     /// ```
     ///
     /// On BlueZ the listener is a kernel L2CAP socket bound to this adapter's address (`socket`,

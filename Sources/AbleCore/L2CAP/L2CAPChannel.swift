@@ -34,6 +34,8 @@ package import AbleIO
 ///     let channel: L2CAPChannel
 ///     nonisolated var unownedExecutor: UnownedSerialExecutor { channel.unownedExecutor }
 ///
+///     init(channel: L2CAPChannel) { self.channel = channel }
+///
 ///     func run() async throws {
 ///         for try await packet in channel.packets { try await channel.send(packet) }
 ///     }

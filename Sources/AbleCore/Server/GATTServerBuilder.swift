@@ -9,6 +9,7 @@ public protocol GATTServerComponent: Sendable {
 /// Builds a ``GATTServerDefinition`` from a block of components, with `if`, `if`/`else` and `for`.
 ///
 /// ```swift
+/// let psmID = CharacteristicID(psmUUID, service: serviceID)
 /// let definition = GATTServerDefinition {
 ///     Service(serviceID) {
 ///         Characteristic(psmID, properties: [.read, .indicate], permissions: .readable)

@@ -12,7 +12,7 @@
 /// do {
 ///     try await peripheral.connect()
 /// } catch let error as BluetoothError where error.code == .notPowered {
-///     …
+///     print("the adapter is off: \(error.message)")
 /// }
 /// ```
 public struct BluetoothError: Error, Sendable {
