@@ -63,7 +63,8 @@ struct ServeCommand: Command {
     func run(in context: CommandContext) async throws {
         let adapter = try await context.adapter(self.adapter)
         guard let pairing else { return try await serve(on: adapter, console: context.console) }
-        try await adapter.withPairingAgent(Self.agent(pairing, console: context.console)) {
+        // A central pairing with the server asks the system's default agent: be it while serving.
+        try await adapter.withPairingAgent(Self.agent(pairing, console: context.console), asSystemDefault: true) {
             try await serve(on: adapter, console: context.console)
         }
     }
