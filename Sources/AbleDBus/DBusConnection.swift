@@ -334,8 +334,8 @@ public actor DBusConnection {
         try await subscribe(rule, HandlerReceiver(handler: .inPlace(handler), onEnd: onEnd))
     }
 
-    /// What the connection holds for its users now: calls awaiting a reply (each with a waiting
-    /// continuation), signal subscribers, and well-known names whose owner it follows. For tests
+    /// What the connection holds for its users now: calls awaiting a reply or their turn (each
+    /// with a waiting continuation), signal subscribers, and well-known names whose owner it follows. For tests
     /// that check that nothing leaks.
     package var resourceCounts: (pendingCalls: Int, subscribers: Int, trackedNames: Int) { core.resourceCounts }
 

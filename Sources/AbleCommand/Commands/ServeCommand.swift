@@ -26,7 +26,8 @@ struct ServeCommand: Command {
             Services: Battery (180F: level 2A19, read and notify) and a message service
             (\(messageService): \(messageCharacteristic), read and write, initially "hello").
             With --pairing, the adapter's standing pairing agent answers every central that pairs
-            (numeric comparison or Just Works) and prints each request; with --secure, reading or
+            (numeric comparison or Just Works) and prints each request; Able is the system's
+            default pairing agent meanwhile, in place of any other program's; with --secure, reading or
             writing the message makes a central pair first.
             """)
 
