@@ -4,29 +4,35 @@ import AbleIO
 
 /// The process's one `org.bluez.Agent1` object, answering BlueZ's pairing requests with the
 /// ``PairingAgent``s Able was given: the standing agents set on adapters
-/// (``Adapter/setPairingAgent(_:)``) and the agents of pairings under way
+/// (``Adapter/setPairingAgent(_:asSystemDefault:)``) and the agents of pairings under way
 /// (``Peripheral/pair(with:timeout:)``).
 ///
 /// BlueZ keeps one agent per D-Bus connection (`agent.c` refuses a second `RegisterAgent` from a
 /// sender with `AlreadyExists`) and one default agent per `bluetoothd`, whose capability sets the
 /// IO capability of every adapter. So Able registers one object, with the capability of the agent
 /// that asked last (a pairing under way before the standing agents), registers it again when
-/// that capability changes, and unregisters it when no agent is left.
+/// that capability changes or when it must become, or stop being, the default agent
+/// (`RequestDefaultAgent`, only while a standing agent set as the system's default is set; BlueZ
+/// has no call to stop being the default but `UnregisterAgent`), and unregisters it when no agent
+/// is left.
 ///
 /// A request is answered by the agent of the pairing under way with that device, else by the
-/// standing agent of the device's adapter, else by the agent of any pairing under way (both
-/// sides of a pairing between two adapters of one `bluetoothd` ask the one default agent); with
-/// none of those, it is refused. Only `bluetoothd` may call the object: calls from any other bus
-/// name are refused.
+/// standing agent of the device's adapter; with neither, it is refused. A pairing's agent never
+/// answers for another device: between two adapters of one `bluetoothd`, the other side's request
+/// (about this adapter's address, on the other adapter) is the other adapter's standing agent's
+/// to answer. `AuthorizeService` goes to the standing agent only. Only `bluetoothd` may call the
+/// object: calls from any other bus name are refused.
 final class BlueZAgentRegistry: Sendable {
     private struct State {
-        /// The standing agents, by adapter name, each with the order it was set in.
-        var standing: [String: (agent: PairingAgent, order: UInt64)] = [:]
+        /// The standing agents, by adapter name, each with the order it was set in and whether
+        /// it asked for the system's default agent.
+        var standing: [String: (agent: PairingAgent, order: UInt64, isSystemDefault: Bool)] = [:]
         /// The agents of pairings under way, by a key of their own.
         var pairings: [UInt64: (device: DBusObjectPath, agent: PairingAgent)] = [:]
         var nextOrder: UInt64 = 0
-        /// The capability BlueZ has the object registered with; `nil` when not registered.
-        var registered: PairingAgent.Capability?
+        /// The capability BlueZ has the object registered with, and whether it is the default
+        /// agent; `nil` when not registered.
+        var registered: Registration?
         /// The exported object's path; `nil` when not exported.
         var exported: DBusObjectPath?
         /// Follows the adapters with a standing agent, to drop the agents of those that go.
@@ -37,19 +43,35 @@ final class BlueZAgentRegistry: Sendable {
             return nextOrder
         }
 
-        /// The capability to register: the newest pairing's agent's, else the newest standing agent's.
-        var capability: PairingAgent.Capability? {
-            if let newest = pairings.max(by: { $0.key < $1.key }) { return newest.value.agent.capability }
-            return standing.values.max(by: { $0.order < $1.order })?.agent.capability
+        /// The registration wanted: the newest pairing's agent's capability, else the newest
+        /// standing agent's; the default agent while any standing agent asked for it.
+        var desired: Registration? {
+            let isDefault = standing.values.contains { $0.isSystemDefault }
+            if let newest = pairings.max(by: { $0.key < $1.key }) {
+                return Registration(capability: newest.value.agent.capability, isDefault: isDefault)
+            }
+            return standing.values.max(by: { $0.order < $1.order }).map {
+                Registration(capability: $0.agent.capability, isDefault: isDefault)
+            }
         }
 
+        /// Who answers a request about `device`: the pairing under way with it, else the standing
+        /// agent of its adapter.
         func agent(for device: DBusObjectPath) -> PairingAgent? {
             if let pairing = pairings.filter({ $0.value.device == device }).max(by: { $0.key < $1.key }) {
                 return pairing.value.agent
             }
-            if let adapter = device.parent?.lastElement, let standing = standing[adapter] { return standing.agent }
-            return pairings.max(by: { $0.key < $1.key })?.value.agent
+            return standingAgent(for: device)
         }
+
+        func standingAgent(for device: DBusObjectPath) -> PairingAgent? {
+            device.parent.flatMap { standing[$0.lastElement]?.agent }
+        }
+    }
+
+    struct Registration: Equatable {
+        var capability: PairingAgent.Capability
+        var isDefault: Bool
     }
 
     private let state = Lock(State())
@@ -61,14 +83,21 @@ final class BlueZAgentRegistry: Sendable {
         state.withLock { $0.standing[adapter]?.agent }
     }
 
+    /// Whether the standing agent of `adapter` asked for the system's default agent.
+    func standingAgentIsSystemDefault(of adapter: String) -> Bool {
+        state.withLock { $0.standing[adapter]?.isSystemDefault ?? false }
+    }
+
     /// Sets or clears the standing agent of `adapter`, registering or unregistering Able's agent
     /// with BlueZ as needed. On failure nothing changes.
-    func setStanding(_ agent: PairingAgent?, of adapter: String, system: BlueZSystem) async throws {
+    func setStanding(
+        _ agent: PairingAgent?, asSystemDefault: Bool = false, of adapter: String, system: BlueZSystem
+    ) async throws {
         try await serial.withLock {
             let previous = state.withLock { state in
                 let previous = state.standing[adapter]
                 if let agent {
-                    state.standing[adapter] = (agent, state.order())
+                    state.standing[adapter] = (agent, state.order(), asSystemDefault)
                 } else {
                     state.standing[adapter] = nil
                 }
@@ -122,7 +151,7 @@ final class BlueZAgentRegistry: Sendable {
     /// Brings BlueZ's registration in line with the agents set: registers, registers again with
     /// another capability, or unregisters. Runs under ``serial``.
     private func reconcile(_ system: BlueZSystem) async throws {
-        let (desired, registered, exported) = state.withLock { ($0.capability, $0.registered, $0.exported) }
+        let (desired, registered, exported) = state.withLock { ($0.desired, $0.registered, $0.exported) }
         guard desired != registered || (desired == nil && exported != nil) else { return }
         if registered != nil, let exported {
             state.withLock { $0.registered = nil }
@@ -145,11 +174,14 @@ final class BlueZAgentRegistry: Sendable {
             state.withLock { $0.exported = path }
         }
         _ = try await system.call(
-            "/org/bluez", "org.bluez.AgentManager1", "RegisterAgent", [.objectPath(path), .string(desired.rawValue)])
-        state.withLock { $0.registered = desired }
+            "/org/bluez", "org.bluez.AgentManager1", "RegisterAgent",
+            [.objectPath(path), .string(desired.capability.rawValue)])
+        state.withLock { $0.registered = Registration(capability: desired.capability, isDefault: false) }
+        guard desired.isDefault else { return }
         do {
             _ = try await system.call(
                 "/org/bluez", "org.bluez.AgentManager1", "RequestDefaultAgent", [.objectPath(path)])
+            state.withLock { $0.registered = desired }
         } catch {
             state.withLock { $0.registered = nil }
             await system.callEvenIfCancelled(
@@ -208,12 +240,18 @@ final class BlueZAgentRegistry: Sendable {
 
     private func interface() -> DBusInterface {
         let registry = self
-        @Sendable func request(_ call: DBusMethodCall) throws -> (BluetoothAddress, PairingAgent) {
+        @Sendable func request(_ call: DBusMethodCall, standingOnly: Bool = false) throws -> (
+            BluetoothAddress, PairingAgent
+        ) {
             let path = try call.argument(0, as: DBusObjectPath.self)
             guard let address = BluetoothAddress(bluezDevicePath: path) else {
                 throw DBusError("org.bluez.Error.Rejected", "unknown device \(path)")
             }
-            guard let agent = registry.state.withLock({ $0.agent(for: path) }) else {
+            guard
+                let agent = registry.state.withLock({
+                    standingOnly ? $0.standingAgent(for: path) : $0.agent(for: path)
+                })
+            else {
                 throw DBusError("org.bluez.Error.Rejected", "no Able pairing agent answers for \(path)")
             }
             return (address, agent)
@@ -234,7 +272,15 @@ final class BlueZAgentRegistry: Sendable {
                     guard await agent.confirm(device, 0) else { throw rejected }
                     return []
                 },
-                DBusMethod("AuthorizeService", in: "os") { _ in [] },
+                DBusMethod("AuthorizeService", in: "os") { call in
+                    let (device, agent) = try request(call, standingOnly: true)
+                    let uuid = try call.argument(1, as: String.self)
+                    guard let service = BluetoothUUID(uuid) else {
+                        throw DBusError("org.bluez.Error.Rejected", "not a service UUID: \(uuid)")
+                    }
+                    guard await agent.authorizeService(device, service) else { throw rejected }
+                    return []
+                },
                 DBusMethod("RequestPasskey", in: "o", out: "u") { call in
                     let (device, agent) = try request(call)
                     guard let passkey = await agent.passkey(device) else { throw rejected }
@@ -262,10 +308,12 @@ final class BlueZAgentRegistry: Sendable {
 extension BlueZAdapterBackend: PairingAgentBackend {
     var pairingAgent: PairingAgent? { system.agents.standingAgent(of: name) }
 
-    func setPairingAgent(_ agent: PairingAgent?) async throws {
+    var pairingAgentIsSystemDefault: Bool { system.agents.standingAgentIsSystemDefault(of: name) }
+
+    func setPairingAgent(_ agent: PairingAgent?, asSystemDefault: Bool) async throws {
         if agent != nil, let absence = system.tree.adapterAbsence(path, "adapter \(name) is not present") {
             throw absence
         }
-        try await system.agents.setStanding(agent, of: name, system: system)
+        try await system.agents.setStanding(agent, asSystemDefault: asSystemDefault, of: name, system: system)
     }
 }

@@ -180,6 +180,16 @@ extension BluetoothError {
                 file: file, line: line)
             return
         }
+        // The bus refuses a call or a match rule beyond its limits for this connection (Debian's
+        // system bus: 128 calls awaiting replies, 512 match rules) or beyond a peer's queue. Able
+        // stays within the first two, so this is another client's doing or a passing flood: it is
+        // `notAvailable`, a resource not available right now, which `ReconnectPolicy` retries.
+        if error.name == .limitsExceeded {
+            self.init(
+                .notAvailable, message: "the system bus refused the call for now: \(error.message)", cause: error,
+                errorName: error.name.rawValue, file: file, line: line)
+            return
+        }
         let code: Code =
             switch error.name {
             case .noReply, .timeout: .timeout

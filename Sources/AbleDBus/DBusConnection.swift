@@ -27,6 +27,22 @@ import Dispatch
 ///   ends with that error, and later calls throw it at once. A closed connection stays closed:
 ///   connect again to go on.
 ///
+/// ## The bus's limits
+///
+/// A bus daemon limits what one connection may hold; Debian's system bus keeps dbus-daemon's
+/// defaults: 128 method calls awaiting replies (`max_replies_per_connection`) and 512 match rules
+/// (`max_match_rules_per_connection`). Beyond them the daemon refuses with
+/// ``DBusError/Name/limitsExceeded``. A connection stays within both:
+///
+/// - At most 100 method calls to other connections await their replies at once (calls to the bus
+///   daemon itself do not count, as the daemon does not count them). The next calls wait for
+///   their turn, first come first sent; a waiting call's timeout runs from when it was made, its
+///   wait included, and cancelling its task takes it out of the line at once. The margin below
+///   128 covers calls given up here (timed out or cancelled), which the daemon counts until their
+///   replies come.
+/// - Subscriptions with the same ``DBusMatchRule`` share one rule in the daemon: it is added
+///   for the first and removed after the last.
+///
 /// The actor keeps no state besides its internal core, and its executor is the connection's
 /// event loop: that is what it is for, since an isolated method then runs where libdbus and the
 /// core may be touched, without a lock. A call made from a task already on the loop is sent,
@@ -318,8 +334,8 @@ public actor DBusConnection {
         try await subscribe(rule, HandlerReceiver(handler: .inPlace(handler), onEnd: onEnd))
     }
 
-    /// What the connection holds for its users now: calls awaiting a reply (each with a waiting
-    /// continuation), signal subscribers, and well-known names whose owner it follows. For tests
+    /// What the connection holds for its users now: calls awaiting a reply or their turn (each
+    /// with a waiting continuation), signal subscribers, and well-known names whose owner it follows. For tests
     /// that check that nothing leaks.
     package var resourceCounts: (pendingCalls: Int, subscribers: Int, trackedNames: Int) { core.resourceCounts }
 
@@ -340,10 +356,10 @@ public actor DBusConnection {
         let trackedName = rule.sender.flatMap { $0.hasPrefix(":") || $0 == Self.busName ? nil : $0 }
         do {
             if let trackedName, core.trackName(trackedName) {
-                try await addMatch(Self.nameOwnerChangedRule(for: trackedName))
+                try await acquireMatch(Self.nameOwnerChangedRule(for: trackedName))
                 core.setOwner(try? await nameOwner(of: trackedName), of: trackedName)
             }
-            try await addMatch(rule.description)
+            try await acquireMatch(rule.description)
         } catch {
             core.removeSubscriber(id)
             if let trackedName { stopTracking(trackedName) }
@@ -358,12 +374,12 @@ public actor DBusConnection {
 
     private func endSubscription(_ id: UInt64, rule: DBusMatchRule, trackedName: String?) {
         guard core.removeSubscriber(id) else { return }
-        try? removeMatch(rule.description)
+        releaseMatch(rule.description)
         if let trackedName { stopTracking(trackedName) }
     }
 
     private func stopTracking(_ name: String) {
-        if core.untrackName(name) { try? removeMatch(Self.nameOwnerChangedRule(for: name)) }
+        if core.untrackName(name) { releaseMatch(Self.nameOwnerChangedRule(for: name)) }
     }
 
     private static let busName = "org.freedesktop.DBus"
@@ -373,17 +389,62 @@ public actor DBusConnection {
         DBusMatchRule(sender: busName, interface: busName, member: "NameOwnerChanged", arguments: [0: name]).description
     }
 
-    private func addMatch(_ rule: String) async throws {
-        _ = try await call(
-            destination: Self.busName, path: Self.busPath, interface: Self.busName, method: "AddMatch",
-            arguments: [.string(rule)])
+    /// Takes a share of `rule` in the bus daemon, installing it (`AddMatch`) for its first user;
+    /// returns once it is installed. Subscribers with one rule share one rule in the daemon, which
+    /// keeps at most 512 per connection.
+    private func acquireMatch(_ rule: String) async throws {
+        if let use = core.matchRules[rule] {
+            use.references += 1
+            // An installation that failed took the rule out of the table: nothing to release.
+            try await use.installation?.value
+            return
+        }
+        let use = MatchRuleUse()
+        core.matchRules[rule] = use
+        // A task of its own, so that the cancellation of the first subscriber does not fail the
+        // others that wait for the same rule.
+        let installation = Task { try await self.install(rule, use) }
+        use.installation = installation
+        try await installation.value
     }
 
-    private func removeMatch(_ rule: String) throws {
-        try send(
+    private func install(_ rule: String, _ use: MatchRuleUse) async throws {
+        do {
+            _ = try await call(
+                destination: Self.busName, path: Self.busPath, interface: Self.busName, method: "AddMatch",
+                arguments: [.string(rule)])
+        } catch {
+            if core.matchRules[rule] === use { core.matchRules[rule] = nil }
+            throw error
+        }
+    }
+
+    /// Gives back a share of `rule`; the last one removes it from the bus daemon (`RemoveMatch`).
+    private func releaseMatch(_ rule: String) {
+        guard let use = core.matchRules[rule] else { return }
+        use.references -= 1
+        guard use.references == 0 else { return }
+        core.matchRules[rule] = nil
+        try? send(
             destination: Self.busName, path: Self.busPath, interface: Self.busName, method: "RemoveMatch",
             arguments: [.string(rule)])
     }
+
+    /// How many match rules this connection has installed in the bus daemon, for tests that check
+    /// that subscriptions share them.
+    package var installedMatchRules: Int { core.matchRules.count }
+
+    /// How many method calls may await replies from other connections at once; the next ones
+    /// wait for their turn, in the order they were made. See the type's documentation.
+    package var maximumOutstandingCalls: Int { core.maximumOutstandingCalls }
+
+    /// Changes ``maximumOutstandingCalls`` (at least 1); a higher limit sends waiting calls at once.
+    package func setMaximumOutstandingCalls(_ limit: Int) {
+        core.setMaximumOutstandingCalls(limit)
+    }
+
+    /// How many method calls await replies from other connections, and how many wait for their turn.
+    package var callCounts: (outstanding: Int, waiting: Int) { core.callCounts }
 
     /// Emits a signal from an object of this process.
     ///

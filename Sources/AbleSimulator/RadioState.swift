@@ -95,8 +95,10 @@ struct SimulatedAdapterState {
     var advertisingSets: [(id: UInt64, advertisement: Advertisement)] = []
     /// Whether the adapter offers passive scanning (BlueZ's advertisement monitor, `-E` only).
     var supportsPassiveScanning = false
-    /// The standing agent that answers pairing on this adapter (``Adapter/setPairingAgent(_:)``).
+    /// The standing agent that answers pairing on this adapter (``Adapter/setPairingAgent(_:asSystemDefault:)``).
     var pairingAgent: PairingAgent?
+    /// Whether that agent asked for the system's default agent.
+    var pairingAgentIsSystemDefault = false
     /// The ATT MTU the adapter offers in an MTU exchange (``SimulatedRadio/makeAdapter(name:address:mtu:)``);
     /// `nil` for the simulator's defaults.
     var mtu: Int?

@@ -66,11 +66,15 @@ extension SimulatedRadio {
 
     /// Pairs `central` with `peripheral` as SMP does, asking the agents what the method needs.
     ///
-    /// The central is answered by `initiator` (a ``Peripheral/pair(with:timeout:)``'s agent) or
-    /// else its adapter's standing agent. A peripheral that is an adapter of this radio is answered
-    /// by its standing agent, or else by `initiator` (one process's agent answers both sides, as
-    /// on BlueZ); an adapter asked with neither refuses, as `bluetoothd` does with no agent. A
-    /// simulated peripheral has no input or output and accepts (Just Works).
+    /// The radio plays one `bluetoothd` serving one process's adapters. The central is answered by
+    /// `initiator` (a ``Peripheral/pair(with:timeout:)``'s agent, asked only about `peripheral`),
+    /// or else (a pairing the stack started by itself) by its adapter's standing agent, when some
+    /// standing agent of the radio is the system's default. A peripheral that is an adapter of this
+    /// radio is asked about `central`, another device than the one `initiator` pairs with: only its
+    /// standing agent answers, and only while some standing agent is the system's default, as
+    /// `bluetoothd` asks only its default agent about pairings it did not start for that process;
+    /// otherwise it refuses, as `bluetoothd` does with no agent. A simulated peripheral has no input
+    /// or output and accepts (Just Works).
     ///
     /// - Returns: Whether the keys are authenticated.
     /// - Throws: ``BluetoothError/Code/authenticationRejected`` when an agent refused or gave a
@@ -82,10 +86,12 @@ extension SimulatedRadio {
     ) async throws -> Bool {
         let (centralAgent, responder, isAdapter, passkey) = state.withLock { state in
             let isAdapter = state.adapters[peripheral] != nil
-            let responder = isAdapter ? state.adapters[peripheral]?.pairingAgent ?? initiator : nil
+            let isDefault = state.adapters.values.contains { $0.pairingAgent != nil && $0.pairingAgentIsSystemDefault }
+            let responder = isAdapter && isDefault ? state.adapters[peripheral]?.pairingAgent : nil
             // Six digits, different for each pairing.
             let passkey = UInt32(truncatingIfNeeded: (state.makeID() &* 480_209) % 1_000_000)
-            return (initiator ?? state.adapters[central]?.pairingAgent, responder, isAdapter, passkey)
+            let standing = isDefault ? state.adapters[central]?.pairingAgent : nil
+            return (initiator ?? standing, responder, isAdapter, passkey)
         }
         let method = SimulatedPairingMethod(
             initiator: centralAgent?.capability ?? .noInputNoOutput,
@@ -199,14 +205,19 @@ extension GATTServerCore {
 extension SimulatedAdapterBackend: PairingAgentBackend {
     var pairingAgent: PairingAgent? { radio.state.withLock { $0.adapters[address]?.pairingAgent } }
 
+    var pairingAgentIsSystemDefault: Bool {
+        radio.state.withLock { $0.adapters[address]?.pairingAgentIsSystemDefault ?? false }
+    }
+
     /// Sets the adapter's standing agent; a removed adapter's agent goes with it, as on BlueZ.
-    func setPairingAgent(_ agent: PairingAgent?) async throws {
+    func setPairingAgent(_ agent: PairingAgent?, asSystemDefault: Bool) async throws {
         try radio.state.withLock { state in
             guard state.adapters[address] != nil else {
                 if agent == nil { return }
                 throw BluetoothError(.adapterRemoved, message: "adapter \(name) was removed")
             }
             state.adapters[address]?.pairingAgent = agent
+            state.adapters[address]?.pairingAgentIsSystemDefault = agent != nil && asSystemDefault
         }
     }
 }

@@ -94,8 +94,8 @@ struct PairingAgentTests {
     @Test func numericComparisonAsksBothSidesTheSameNumber() async throws {
         try await radio.run {
             let log = Log()
-            try await server.setPairingAgent(Self.agent("server", .displayYesNo, log))
-            try await central.setPairingAgent(Self.agent("central", .keyboardDisplay, log))
+            try await server.setPairingAgent(Self.agent("server", .displayYesNo, log), asSystemDefault: true)
+            try await central.setPairingAgent(Self.agent("central", .keyboardDisplay, log), asSystemDefault: true)
             try await connected { peripheral, _ in
                 let authenticatedIDValue = try await peripheral.read(authenticatedID)
                 #expect(authenticatedIDValue == [2])
@@ -119,9 +119,9 @@ struct PairingAgentTests {
             try await server.setPairingAgent(
                 PairingAgent(
                     capability: .displayOnly, confirm: { _, _ in false },
-                    display: { _, key in shown.withLock { $0 = key } }))
+                    display: { _, key in shown.withLock { $0 = key } }), asSystemDefault: true)
             try await central.setPairingAgent(
-                Self.agent("central", .keyboardOnly, log) { shown.withLock { $0 } })
+                Self.agent("central", .keyboardOnly, log) { shown.withLock { $0 } }, asSystemDefault: true)
             try await connected { peripheral, _ in
                 let authenticatedIDValue = try await peripheral.read(authenticatedID)
                 #expect(authenticatedIDValue == [2])
@@ -133,9 +133,11 @@ struct PairingAgentTests {
 
     @Test func aWrongPasskeyFailsWithTheSecurityError() async throws {
         try await radio.run {
-            try await server.setPairingAgent(PairingAgent(capability: .displayOnly, confirm: { _, _ in false }))
+            try await server.setPairingAgent(
+                PairingAgent(capability: .displayOnly, confirm: { _, _ in false }), asSystemDefault: true)
             try await central.setPairingAgent(
-                PairingAgent(capability: .keyboardOnly, confirm: { _, _ in true }, passkey: { _ in 1 }))
+                PairingAgent(capability: .keyboardOnly, confirm: { _, _ in true }, passkey: { _ in 1 }),
+                asSystemDefault: true)
             try await connected { peripheral, _ in
                 let error = await #expect(throws: BluetoothError.self) {
                     try await peripheral.read(encryptedID)
@@ -151,8 +153,8 @@ struct PairingAgentTests {
     @Test func justWorksKeysAreTooWeakForAnAuthenticatedCharacteristic() async throws {
         try await radio.run {
             let log = Log()
-            try await server.setPairingAgent(Self.agent("server", .noInputNoOutput, log))
-            try await central.setPairingAgent(Self.agent("central", .noInputNoOutput, log))
+            try await server.setPairingAgent(Self.agent("server", .noInputNoOutput, log), asSystemDefault: true)
+            try await central.setPairingAgent(Self.agent("central", .noInputNoOutput, log), asSystemDefault: true)
             try await connected { peripheral, _ in
                 let encryptedIDValue = try await peripheral.read(encryptedID)
                 #expect(encryptedIDValue == [1])
@@ -183,8 +185,8 @@ struct PairingAgentTests {
     @Test func aWriteCommandToAnEncryptedCharacteristicOnAnUnpairedLinkIsDropped() async throws {
         try await radio.run {
             let log = Log()
-            try await server.setPairingAgent(Self.agent("server", .displayYesNo, log))
-            try await central.setPairingAgent(Self.agent("central", .displayYesNo, log))
+            try await server.setPairingAgent(Self.agent("server", .displayYesNo, log), asSystemDefault: true)
+            try await central.setPairingAgent(Self.agent("central", .displayYesNo, log), asSystemDefault: true)
             try await connected { peripheral, gattServer in
                 try await peripheral.write([9], to: encryptedID, type: .withoutResponse)
                 try await radio.clock.sleep(for: .seconds(1))
@@ -204,7 +206,7 @@ struct PairingAgentTests {
                 }
             }
             let log = Log()
-            try await central.setPairingAgent(Self.agent("central", .displayYesNo, log))
+            try await central.setPairingAgent(Self.agent("central", .displayYesNo, log), asSystemDefault: true)
             let peripheral = central.peripheral(address: address)
             try await peripheral.connect()
             let encryptedIDValue = try await peripheral.read(encryptedID)

@@ -171,13 +171,17 @@ extension RealBlueZ {
                 Service(service[0]) { Characteristic(BluetoothUUID.random(), properties: [.read], value: [1]) }
             }
             try await withRig { rig in
-                try await rig.withConnectedServer(definition, advertising: service) { _, peripheral in
-                    #expect(await !peripheral.isPaired)
-                    try await peripheral.pair(with: .justWorks, timeout: .seconds(30))
-                    try await eventually("Able to see hci1 paired") { await peripheral.isPaired }
-                    #expect(await rig.bluezDevice("Paired", of: rig.peripheralOnCentral, as: Bool.self) == true)
-                    #expect(await rig.bluezDevice("Paired", of: rig.centralOnPeripheral, as: Bool.self) == true)
-                    #expect(await peripheral.isConnected)
+                // hci1's side of the pairing asks the default agent about hci0, a device other than
+                // the one being paired: hci1's standing agent answers it.
+                try await rig.peripheral.withPairingAgent(.justWorks, asSystemDefault: true) {
+                    try await rig.withConnectedServer(definition, advertising: service) { _, peripheral in
+                        #expect(await !peripheral.isPaired)
+                        try await peripheral.pair(with: .justWorks, timeout: .seconds(30))
+                        try await eventually("Able to see hci1 paired") { await peripheral.isPaired }
+                        #expect(await rig.bluezDevice("Paired", of: rig.peripheralOnCentral, as: Bool.self) == true)
+                        #expect(await rig.bluezDevice("Paired", of: rig.centralOnPeripheral, as: Bool.self) == true)
+                        #expect(await peripheral.isConnected)
+                    }
                 }
             }
         }

@@ -209,15 +209,19 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
         }
         let address = try #require(await backend.peripheral.state.address)
         let peripheral = backend.central.peripheral(address: address)
-        try await Scenario.withConnection(backend, serving: definition, advertising: service) { _, peripheral in
-            #expect(await !peripheral.isBonded)
-            try await peripheral.pair(with: .justWorks, timeout: .seconds(30))
-            try await backend.eventually("the bond to be stored") { await peripheral.isBonded }
-            #expect(await peripheral.isPaired)
-            try await peripheral.setTrusted(true)
-            #expect(await peripheral.isTrusted)
-            try await peripheral.setTrusted(false)
-            #expect(await !peripheral.isTrusted)
+        // The server's side of the pairing is a request about another device (the central) than
+        // the one the pairing is with: its adapter's standing agent answers it.
+        try await backend.peripheral.withPairingAgent(.justWorks, asSystemDefault: true) {
+            try await Scenario.withConnection(backend, serving: definition, advertising: service) { _, peripheral in
+                #expect(await !peripheral.isBonded)
+                try await peripheral.pair(with: .justWorks, timeout: .seconds(30))
+                try await backend.eventually("the bond to be stored") { await peripheral.isBonded }
+                #expect(await peripheral.isPaired)
+                try await peripheral.setTrusted(true)
+                #expect(await peripheral.isTrusted)
+                try await peripheral.setTrusted(false)
+                #expect(await !peripheral.isTrusted)
+            }
         }
         try await backend.eventually("the peripheral to be disconnected") { await !peripheral.isConnected }
 

@@ -8,6 +8,7 @@ public enum PairingScenario: String, CaseIterable, Sendable, CustomTestStringCon
     case encryptedAccessPairsWhenTheAgentsAccept
     case encryptedAccessFailsWhenThePeripheralsAgentRefuses
     case authenticatedAccessFailsWithoutInputOrOutput
+    case anUnrelatedDevicesRequestDuringAPairingIsRefused
 
     public var testDescription: String { rawValue }
 
@@ -18,6 +19,7 @@ public enum PairingScenario: String, CaseIterable, Sendable, CustomTestStringCon
             case .encryptedAccessPairsWhenTheAgentsAccept: try await Self.accepted(backend)
             case .encryptedAccessFailsWhenThePeripheralsAgentRefuses: try await Self.refused(backend)
             case .authenticatedAccessFailsWithoutInputOrOutput: try await Self.unauthenticated(backend)
+            case .anUnrelatedDevicesRequestDuringAPairingIsRefused: try await Self.unrelated(backend)
             }
         } cleanup: {
             do {
@@ -76,8 +78,12 @@ public enum PairingScenario: String, CaseIterable, Sendable, CustomTestStringCon
         let requests = Recorder<Request>()
         let centralAddress = try #require(await backend.central.state.address)
         let peripheralAddress = try #require(await backend.peripheral.state.address)
-        try await backend.peripheral.withPairingAgent(agent("peripheral", accepting: true, requests)) {
-            try await backend.central.withPairingAgent(agent("central", accepting: true, requests)) {
+        try await backend.peripheral.withPairingAgent(
+            agent("peripheral", accepting: true, requests), asSystemDefault: true
+        ) {
+            try await backend.central.withPairingAgent(
+                agent("central", accepting: true, requests), asSystemDefault: true
+            ) {
                 #expect(backend.central.pairingAgent != nil)
                 let definition = definition(service, plain: plain.uuid, secret: secret.uuid, calls: calls)
                 try await Scenario.withConnection(backend, serving: definition, advertising: service) {
@@ -119,8 +125,12 @@ public enum PairingScenario: String, CaseIterable, Sendable, CustomTestStringCon
         let calls = Recorder<String>()
         let requests = Recorder<Request>()
         let centralAddress = try #require(await backend.central.state.address)
-        try await backend.peripheral.withPairingAgent(agent("peripheral", accepting: false, requests)) {
-            try await backend.central.withPairingAgent(agent("central", accepting: true, requests)) {
+        try await backend.peripheral.withPairingAgent(
+            agent("peripheral", accepting: false, requests), asSystemDefault: true
+        ) {
+            try await backend.central.withPairingAgent(
+                agent("central", accepting: true, requests), asSystemDefault: true
+            ) {
                 let definition = definition(service, plain: plain.uuid, secret: secret.uuid, calls: calls)
                 try await Scenario.withConnection(backend, serving: definition, advertising: service) {
                     server, peripheral in
@@ -169,8 +179,8 @@ public enum PairingScenario: String, CaseIterable, Sendable, CustomTestStringCon
         }
         let peripheralAgent = agent("peripheral", accepting: true, requests, capability: .noInputNoOutput)
         let centralAgent = agent("central", accepting: true, requests, capability: .noInputNoOutput)
-        try await backend.peripheral.withPairingAgent(peripheralAgent) {
-            try await backend.central.withPairingAgent(centralAgent) {
+        try await backend.peripheral.withPairingAgent(peripheralAgent, asSystemDefault: true) {
+            try await backend.central.withPairingAgent(centralAgent, asSystemDefault: true) {
                 try await Scenario.withConnection(backend, serving: definition, advertising: service) { _, peripheral in
                     // Neither side can show or type a number. The server answers Insufficient
                     // Authentication; the central's BlueZ raises the link's security to
@@ -198,5 +208,48 @@ public enum PairingScenario: String, CaseIterable, Sendable, CustomTestStringCon
                 }
             }
         }
+    }
+
+    /// A pairing's agent answers only for the device it pairs with. The central pairs with the
+    /// server's adapter through ``Peripheral/pair(with:timeout:)``; Able is the system's default
+    /// agent (the central's standing agent asked for it), so the other side's request reaches it
+    /// too: on real BlueZ both adapters belong to one `bluetoothd`, which asks its one default
+    /// agent about the central's address on the server's adapter. That device is not the one being
+    /// paired, and the server's adapter has no standing agent: the request is refused, so the
+    /// pairing fails, and neither the pairing's agent nor the central's standing agent is asked
+    /// about it. (Before, the pairing under way answered every request and the pairing succeeded.)
+    static func unrelated(_ backend: some ScenarioBackend) async throws {
+        let service = BluetoothUUID.random()
+        let plain = CharacteristicID(.random(), service: service)
+        let requests = Recorder<Request>()
+        let peripheralAddress = try #require(await backend.peripheral.state.address)
+        let centralAddress = try #require(await backend.central.state.address)
+        let definition = GATTServerDefinition {
+            Service(service) { Characteristic(plain.uuid, properties: [.read], value: [0x01]) }
+        }
+        try await backend.central.withPairingAgent(agent("standing", accepting: true, requests), asSystemDefault: true)
+        {
+            #expect(backend.peripheral.pairingAgent == nil)
+            try await Scenario.withConnection(backend, serving: definition, advertising: service) { _, peripheral in
+                // BlueZ fails `Pair` as the kernel reports the refusal (Numeric Comparison Failed:
+                // AuthenticationFailed) or, when the link drops first, as AuthenticationCanceled.
+                let pairing = await #expect(throws: BluetoothError.self) {
+                    try await peripheral.pair(with: agent("pairing", accepting: true, requests))
+                }
+                #expect(
+                    [.authenticationRejected, .authenticationFailed, .authenticationCanceled].contains(pairing?.code),
+                    "\(String(describing: pairing))")
+                #expect(await !peripheral.isPaired)
+                #expect(await !backend.peripheral.peripheral(address: centralAddress).isPaired)
+                // Whoever was asked was asked about the peripheral being paired, by the pairing.
+                #expect(
+                    requests.all.allSatisfy { $0.side == "pairing" && $0.device == peripheralAddress },
+                    "\(requests.all)")
+                try? await peripheral.disconnect()
+                try? await peripheral.forget()
+                try? await backend.peripheral.peripheral(address: centralAddress).forget()
+            }
+        }
+        #expect(backend.central.pairingAgent == nil)
     }
 }

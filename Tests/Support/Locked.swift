@@ -12,4 +12,10 @@ public final class Locked<Value: Sendable>: Sendable {
         get { mutex.withLock { $0 } }
         set { mutex.withLock { $0 = newValue } }
     }
+
+    /// Reads and changes the value in one step (`value += 1` is a read and a separate write).
+    @discardableResult
+    public func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
+        mutex.withLock { body(&$0) }
+    }
 }

@@ -26,7 +26,8 @@ struct ServeCommand: Command {
             Services: Battery (180F: level 2A19, read and notify) and a message service
             (\(messageService): \(messageCharacteristic), read and write, initially "hello").
             With --pairing, the adapter's standing pairing agent answers every central that pairs
-            (numeric comparison or Just Works) and prints each request; with --secure, reading or
+            (numeric comparison or Just Works) and prints each request; Able is the system's
+            default pairing agent meanwhile, in place of any other program's; with --secure, reading or
             writing the message makes a central pair first.
             """)
 
@@ -63,7 +64,8 @@ struct ServeCommand: Command {
     func run(in context: CommandContext) async throws {
         let adapter = try await context.adapter(self.adapter)
         guard let pairing else { return try await serve(on: adapter, console: context.console) }
-        try await adapter.withPairingAgent(Self.agent(pairing, console: context.console)) {
+        // A central pairing with the server asks the system's default agent: be it while serving.
+        try await adapter.withPairingAgent(Self.agent(pairing, console: context.console), asSystemDefault: true) {
             try await serve(on: adapter, console: context.console)
         }
     }

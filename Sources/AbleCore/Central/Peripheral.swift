@@ -129,8 +129,10 @@ public actor Peripheral {
 
     /// Pairs with the peripheral, answering its requests with `agent`.
     ///
-    /// Able registers `agent` as BlueZ's default agent while pairing. Cancelling the task
-    /// cancels the pairing in BlueZ.
+    /// Able registers `agent` with BlueZ while pairing; it is asked only about this peripheral
+    /// (requests about other devices go to the adapters' standing agents; see
+    /// ``Adapter/setPairingAgent(_:asSystemDefault:)``). Cancelling the task cancels the pairing in
+    /// BlueZ.
     ///
     /// The corresponding BlueZ methods are `org.bluez.Device1.Pair` and `CancelPairing`.
     /// - Throws: ``BluetoothError``: ``BluetoothError/Code/authenticationFailed``,

@@ -44,8 +44,9 @@ public struct ReconnectPolicy: Sendable, Hashable {
 
     /// Whether a failed attempt is worth another: the transient failures BlueZ reports
     /// (`le-connection-abort-by-local`, `Software caused connection abort`, `In Progress`,
-    /// `Input/output error`, a connection that dropped or timed out) and an adapter that is off, absent or whose
-    /// `bluetoothd` restarts. A refusal that another attempt would meet again (an authentication
+    /// `Input/output error`, a connection that dropped or timed out), an adapter that is off, absent or whose
+    /// `bluetoothd` restarts, and a resource that is not available for now
+    /// (``BluetoothError/Code/notAvailable``, such as the system bus refusing a call beyond its limits). A refusal that another attempt would meet again (an authentication
     /// failure, a blocked device, an unsupported operation) is not.
     public static func isTransient(_ error: any Error) -> Bool {
         guard let error = error as? BluetoothError else { return false }

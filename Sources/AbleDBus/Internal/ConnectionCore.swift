@@ -45,8 +45,27 @@ final class ConnectionCore: @unchecked Sendable {
     /// pass through `dbus_connection_dispatch`; here a call costs one dictionary entry.
     private var pendingCalls: [UInt32: PendingCall] = [:]
 
+    /// How many calls may await replies from other connections at once; see
+    /// ``DBusConnection/maximumOutstandingCalls``.
+    var maximumOutstandingCalls = ConnectionCore.defaultMaximumOutstandingCalls
+    /// Below dbus-daemon's default `max_replies_per_connection` (128), which Debian's system bus
+    /// keeps: the margin covers calls abandoned here (timed out or cancelled) that the daemon still
+    /// counts until their late replies come.
+    static let defaultMaximumOutstandingCalls = 100
+    /// The entries of ``pendingCalls`` that count against ``maximumOutstandingCalls``.
+    private var outstandingCalls = 0
+    /// The calls waiting for their turn, first come first sent.
+    private var waitingCalls = WaitingCalls()
+
+    /// The match rules installed in the bus daemon, by their text, each shared by every subscriber
+    /// with that rule (and by the following of a well-known name): the daemon keeps at most 512 per
+    /// connection (`max_match_rules_per_connection`).
+    var matchRules: [String: MatchRuleUse] = [:]
+
     private struct PendingCall {
         let reply: PendingReply
+        /// Whether it counts against ``maximumOutstandingCalls``.
+        let counted: Bool
         /// Whom the reply must come from: see `expectedSender(destination:)`.
         let sender: ExpectedSender?
         /// When the call fails with `NoReply` (`CLOCK_MONOTONIC` nanoseconds); `nil` for never.
@@ -184,7 +203,12 @@ final class ConnectionCore: @unchecked Sendable {
         closedError = error
         let calls = pendingCalls
         pendingCalls.removeAll()
+        outstandingCalls = 0
         for call in calls.values { call.reply.resume(with: .failure(error)) }
+        for call in waitingCalls.removeAll() {
+            dbus_message_unref(call.message)
+            call.reply.resume(with: .failure(error))
+        }
         let sinks = subscribers.map(\.sink)
         subscribers.removeAll()
         for sink in sinks { sink.finish(throwing: error) }
@@ -228,8 +252,11 @@ final class ConnectionCore: @unchecked Sendable {
 
     /// How many calls await replies, subscribers are registered and well-known names are followed.
     var resourceCounts: (pendingCalls: Int, subscribers: Int, trackedNames: Int) {
-        (pendingCalls.count, subscribers.count, trackedNames.count)
+        (pendingCalls.count + waitingCalls.count, subscribers.count, trackedNames.count)
     }
+
+    /// How many calls await their replies from other connections, and how many wait for their turn.
+    var callCounts: (outstanding: Int, waiting: Int) { (outstandingCalls, waitingCalls.count) }
 
     private func toggleWatch(_ watch: OpaquePointer) {
         guard let data = dbus_watch_get_data(watch) else { return }
@@ -286,11 +313,22 @@ final class ConnectionCore: @unchecked Sendable {
         }
         let overdue = pendingCalls.filter { $0.value.deadline.map { $0 <= now } ?? false }
         for (serial, call) in overdue {
-            pendingCalls[serial] = nil
+            removePendingCall(serial)
             call.reply.resume(
                 with: .failure(DBusError(.noReply, "no reply came within \(call.timeoutMilliseconds) ms")))
         }
-        let next = min(timeouts.values.min() ?? .max, pendingCalls.values.compactMap(\.deadline).min() ?? .max)
+        for call in waitingCalls.remove(where: { $0.deadline.map { $0 <= now } ?? false }) {
+            dbus_message_unref(call.message)
+            call.reply.resume(
+                with: .failure(
+                    DBusError(
+                        .noReply,
+                        "no reply came within \(call.timeoutMilliseconds) ms: the call waited for its turn all along "
+                            + "(\(maximumOutstandingCalls) calls awaited their replies)")))
+        }
+        let next = min(
+            timeouts.values.min() ?? .max, pendingCalls.values.compactMap(\.deadline).min() ?? .max,
+            waitingCalls.earliestDeadline ?? .max)
         if next != .max { arm(at: next) }
         dispatchAll()
     }
@@ -343,15 +381,42 @@ final class ConnectionCore: @unchecked Sendable {
     /// Sends `message` (which this call consumes a reference of), a call to `destination`, and
     /// arranges for `reply` to be resumed with the answer, or with a `NoReply` error after
     /// `timeoutMilliseconds` (`DBUS_TIMEOUT_INFINITE` for never).
+    ///
+    /// A call to another connection waits for its turn while ``maximumOutstandingCalls`` calls
+    /// await their replies; its timeout runs from now, its wait included.
     func send(
         _ message: OpaquePointer, to destination: String?, replyTo reply: PendingReply, timeoutMilliseconds: Int32
     ) {
         loop.checkIsolated()
-        defer { dbus_message_unref(message) }
         if let closedError {
+            dbus_message_unref(message)
             reply.resume(with: .failure(closedError))
             return
         }
+        let deadline: UInt64? =
+            timeoutMilliseconds == ABLE_DBUS_TIMEOUT_INFINITE
+            ? nil : LoopTimer.now() + Self.nanoseconds(milliseconds: timeoutMilliseconds)
+        // The bus daemon answers its own methods at once and counts only the replies that other
+        // connections owe (`bus_connections_expect_reply`); a peer-to-peer connection has no daemon.
+        let counted = destination != nil && destination != "org.freedesktop.DBus"
+        if counted && (outstandingCalls >= maximumOutstandingCalls || !waitingCalls.isEmpty) {
+            waitingCalls.append(
+                WaitingCall(
+                    message: message, destination: destination, reply: reply, deadline: deadline,
+                    timeoutMilliseconds: timeoutMilliseconds))
+            if let deadline { arm(at: deadline) }
+            return
+        }
+        transmit(
+            message, to: destination, replyTo: reply, counted: counted, deadline: deadline,
+            timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    private func transmit(
+        _ message: OpaquePointer, to destination: String?, replyTo reply: PendingReply, counted: Bool,
+        deadline: UInt64?, timeoutMilliseconds: Int32
+    ) {
+        defer { dbus_message_unref(message) }
         var serial: UInt32 = 0
         guard dbus_connection_send(raw, message, &serial) != 0 else {
             reply.resume(with: .failure(DBusError(.noMemory, "could not queue the call")))
@@ -359,20 +424,55 @@ final class ConnectionCore: @unchecked Sendable {
         }
         // A connection that is already lost answers the call when its `Disconnected` message is
         // dispatched, which is still to come: replies and that message are dispatched on this loop.
-        let deadline: UInt64? =
-            timeoutMilliseconds == ABLE_DBUS_TIMEOUT_INFINITE
-            ? nil : LoopTimer.now() + Self.nanoseconds(milliseconds: timeoutMilliseconds)
         reply.serial = serial
         pendingCalls[serial] = PendingCall(
-            reply: reply, sender: expectedSender(destination: destination), deadline: deadline,
+            reply: reply, counted: counted, sender: expectedSender(destination: destination), deadline: deadline,
             timeoutMilliseconds: timeoutMilliseconds)
+        if counted { outstandingCalls += 1 }
         if let deadline { arm(at: deadline) }
+    }
+
+    /// Forgets a call awaiting its reply, and lets the next waiting calls go out in its place.
+    @discardableResult
+    private func removePendingCall(_ serial: UInt32) -> PendingCall? {
+        guard let call = pendingCalls.removeValue(forKey: serial) else { return nil }
+        if call.counted {
+            outstandingCalls -= 1
+            sendWaitingCalls()
+        }
+        return call
+    }
+
+    /// Sends the calls that waited for their turn, oldest first, while there is room; drops those
+    /// whose callers gave up.
+    private func sendWaitingCalls() {
+        while closedError == nil, outstandingCalls < maximumOutstandingCalls, let call = waitingCalls.popFirst() {
+            guard !call.reply.isFinished else {
+                dbus_message_unref(call.message)
+                continue
+            }
+            if let deadline = call.deadline, deadline <= LoopTimer.now() {
+                // The timer fails it in a moment, as it does every overdue call.
+                waitingCalls.prepend(call)
+                arm(at: deadline)
+                return
+            }
+            transmit(
+                call.message, to: call.destination, replyTo: call.reply, counted: true, deadline: call.deadline,
+                timeoutMilliseconds: call.timeoutMilliseconds)
+        }
+    }
+
+    /// Changes ``maximumOutstandingCalls``; a higher limit sends waiting calls at once.
+    func setMaximumOutstandingCalls(_ limit: Int) {
+        maximumOutstandingCalls = max(1, limit)
+        sendWaitingCalls()
     }
 
     /// Resumes the call that `message` (a method return or an error) answers; a reply that answers
     /// no call waiting here (its call timed out or was cancelled) is dropped.
     private func complete(reply message: OpaquePointer) {
-        guard let call = pendingCalls.removeValue(forKey: dbus_message_get_reply_serial(message)) else { return }
+        guard let call = removePendingCall(dbus_message_get_reply_serial(message)) else { return }
         if let refusal = refusal(of: message, expectedSender: call.sender) {
             log(refusal.message)
             call.reply.resume(with: .failure(refusal))
@@ -383,8 +483,13 @@ final class ConnectionCore: @unchecked Sendable {
 
     /// Drops a cancelled call: its late reply, if any, is discarded.
     func cancel(_ reply: PendingReply) {
-        guard reply.serial != 0, pendingCalls[reply.serial]?.reply === reply else { return }
-        pendingCalls[reply.serial] = nil
+        guard reply.serial != 0 else {
+            // Still waiting for its turn (or never sent).
+            for call in waitingCalls.remove(where: { $0.reply === reply }) { dbus_message_unref(call.message) }
+            return
+        }
+        guard pendingCalls[reply.serial]?.reply === reply else { return }
+        removePendingCall(reply.serial)
     }
 
     /// Whom a call's reply must come from: its destination when that is a unique name, or the

@@ -26,6 +26,9 @@ final class PendingReply: Sendable {
     /// on the connection's event loop only.
     nonisolated(unsafe) var serial: UInt32 = 0
 
+    /// Whether the caller was resumed already (by cancellation, typically).
+    var isFinished: Bool { state.load(ordering: .acquiring) == .finished }
+
     /// Installs the continuation; returns `false` (and resumes it with `CancellationError`) when
     /// the call was cancelled first.
     func install(_ continuation: UnsafeContinuation<[DBusValue], any Error>) -> Bool {

@@ -13,6 +13,8 @@ final class FakeBlueZ: Sendable {
     let discoveryCalls = Locked<[String]>([])
     /// The registered pairing agent: its owner's unique name and its path.
     let agent = Locked<(owner: String, path: DBusObjectPath)?>(nil)
+    /// Whether the registered agent asked to be the default agent (`RequestDefaultAgent`).
+    let agentIsDefault = Locked(false)
     /// The registered GATT application: its owner, its root, and the objects it exported.
     let application = Locked<
         (owner: String, root: DBusObjectPath, objects: [DBusObjectPath: [String: [String: DBusVariant]]])?
@@ -50,6 +52,7 @@ final class FakeBlueZ: Sendable {
     private func export() async throws {
         try await connection.exportObjectManager(at: .root)
         let agent = self.agent
+        let agentIsDefault = self.agentIsDefault
         try await connection.export(
             [
                 DBusInterface(
@@ -57,11 +60,16 @@ final class FakeBlueZ: Sendable {
                     methods: [
                         DBusMethod.immediate("RegisterAgent", in: "os") { call in
                             agent.value = (call.sender, try call.argument(0))
+                            agentIsDefault.value = false
                             return []
                         },
-                        DBusMethod.immediate("RequestDefaultAgent", in: "o") { _ in [] },
+                        DBusMethod.immediate("RequestDefaultAgent", in: "o") { _ in
+                            agentIsDefault.value = true
+                            return []
+                        },
                         DBusMethod.immediate("UnregisterAgent", in: "o") { _ in
                             agent.value = nil
+                            agentIsDefault.value = false
                             return []
                         },
                     ])

@@ -197,7 +197,7 @@ final class FakeDevice: Sendable {
                                 throw DBusError(.unknownObject, "No such object path '\(path.rawValue)'")
                             }
                             if device.readHangs.value {
-                                device.readsWaiting.value += 1
+                                device.readsWaiting.withLock { $0 += 1 }
                                 while device.readHangs.value { try await Task.sleep(for: .milliseconds(20)) }
                             }
                             if let failure = device.readFailure.value {

@@ -32,6 +32,17 @@ struct BusErrorTests {
         #expect(ReconnectPolicy.isTransient(error))
     }
 
+    /// dbus-daemon's answer beyond a connection's limits (`bus/connection.c`).
+    @Test func theBusRefusingBeyondItsLimitsIsNotAvailableAndRetried() {
+        let error = BluetoothError(
+            dbusError: DBusError(
+                .limitsExceeded, "The maximum number of pending replies per connection has been reached"))
+        #expect(error.code == .notAvailable)
+        #expect(error.errorName == "org.freedesktop.DBus.Error.LimitsExceeded")
+        #expect(error.message.contains("The maximum number of pending replies per connection has been reached"))
+        #expect(ReconnectPolicy.isTransient(error))
+    }
+
     @Test func aMaintainedConnectionRetriesWhileTheBusCannotStartBluetoothd() {
         let error = BluetoothError(
             dbusError: DBusError(
