@@ -390,7 +390,10 @@ private struct CallBuilder {
                 case "offset", "mtu": return (key, .uint16(values.reader.uint16()))
                 case "device": return (key, .objectPath(values.path()))
                 case "prepare-authorize": return (key, .boolean(values.reader.byte() & 1 == 1))
-                default: return (key, .string(["request", "command", "reliable", "LE", "BR/EDR"][Int(values.reader.byte()) % 5]))
+                default:
+                    return (
+                        key, .string(["request", "command", "reliable", "LE", "BR/EDR"][Int(values.reader.byte()) % 5])
+                    )
                 }
             })
     }

@@ -91,12 +91,16 @@ private func lookUp(_ device: DBusObjectPath, in state: inout BlueZObjectTree.St
     } else {
         state.gattDatabases[device] = built
     }
-    var seen = Set<RemoteAttributeID>()
+    // Distinct within each kind: an object with two GATT interfaces (which BlueZ never makes)
+    // gives one identity to two attributes of different kinds, each looked up by its interface.
+    var seen = Set<String>()
     func check(_ id: RemoteAttributeID, _ interface: String, _ uuid: BluetoothUUID) {
         _ = id.description
         // An object BlueZ named otherwise has no identity; operations on it say it is gone.
         guard !id.components.isEmpty else { return }
-        guard seen.insert(id).inserted else { fatalError("two attributes of \(device) are both \(id)") }
+        guard seen.insert("\(interface) \(id)").inserted else {
+            fatalError("two \(interface) attributes of \(device) are both \(id)")
+        }
         // As BlueZPeripheralBackend.objectPath finds the object of an attribute.
         guard let path = id.path(device: device), let properties = state.objects[path]?[interface] else {
             fatalError("\(id) of \(device) leads to no \(interface)")
@@ -148,14 +152,15 @@ private struct GATTObjectBuilder {
                     .dictionary(
                         key: .string, value: .dictionary(.string, .variant),
                         [DBusDictionaryEntry(key: .string(interface), value: properties(of: interface, known: known))]
-                        + (kind & 0x80 != 0 ? [deviceEntry()] : [])),
+                            + (kind & 0x80 != 0 ? [deviceEntry()] : [])),
                 ])
         case 3, 4:
             // A change of an object's properties: most often its link, UUID, flags or value.
             let path = pick(known) ?? attributePath(depth: 2, known: known)
             let interface = [service, characteristic, descriptor, "org.bluez.Device1"][Int(kind >> 3) % 4]
             let invalidated: [DBusValue] =
-                kind & 0x40 != 0 ? [.string(["UUID", "Service", "Characteristic", "Device", "Value"][Int(kind) % 5])] : []
+                kind & 0x40 != 0
+                ? [.string(["UUID", "Service", "Characteristic", "Device", "Value"][Int(kind) % 5])] : []
             return FuzzMessages.signal(
                 path: path.rawValue, interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
                 [.string(interface), properties(of: interface, known: known), .array(.string, invalidated)])
