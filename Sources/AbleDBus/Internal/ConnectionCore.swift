@@ -327,22 +327,23 @@ final class ConnectionCore: @unchecked Sendable {
         batch.run {
             while closedError == nil, let message = dbus_connection_pop_message(raw) {
                 defer { dbus_message_unref(message) }
-                if !route(message) { others = true }
+                if route(message) { others = true }
             }
         }
         return !others
     }
 
-    /// Handles one received message; returns whether it was a signal.
+    /// Handles one received message; returns whether it was a reply or a method call.
     private func route(_ message: OpaquePointer) -> Bool {
         switch dbus_message_get_type(message) {
         case ABLE_DBUS_MESSAGE_TYPE_SIGNAL:
             routeSignal(message)
-            return true
         case ABLE_DBUS_MESSAGE_TYPE_METHOD_RETURN, ABLE_DBUS_MESSAGE_TYPE_ERROR:
             complete(reply: message)
+            return true
         case ABLE_DBUS_MESSAGE_TYPE_METHOD_CALL:
             handleMethodCall(message)
+            return true
         default:
             // A type newer than this code: the specification says to ignore it.
             break
