@@ -93,6 +93,8 @@ if Context.environment["ABLE_FUZZ"] != nil {
         ("FuzzObjectTree", ["AbleCore", "AbleBlueZ", "AbleDBus", "CDBus"]),
         ("FuzzValues", ["AbleCore", "AbleBlueZ", "AbleDBus"]),
         ("FuzzL2CAP", ["AbleCore", "AbleBlueZ", "AbleIO"]),
+        ("FuzzExports", ["AbleCore", "AbleBlueZ", "AbleDBus", "AbleIO", "CDBus"]),
+        ("FuzzGATTDatabase", ["AbleCore", "AbleBlueZ", "AbleDBus", "CDBus"]),
     ]
     for fuzzer in fuzzers {
         package.targets.append(

@@ -18,7 +18,10 @@ func testOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     var reader = FuzzReader(fuzzInput(data, size))
     switch reader.byte() % 6 {
     case 0: advertisingData(reader.rest())
-    case 1: uuid(String(decoding: reader.rest(), as: UTF8.self), bytes: reader.rest())
+    case 1:
+        // The same bytes as text and as a UUID's little-endian bytes: `rest()` consumes them.
+        let bytes = reader.rest()
+        uuid(String(decoding: bytes, as: UTF8.self), bytes: bytes)
     case 2: address(String(decoding: reader.rest(), as: UTF8.self))
     case 3: bluezError(name: reader.string(), message: String(decoding: reader.rest(), as: UTF8.self))
     case 4: attError(reader.byte())
@@ -56,7 +59,14 @@ private func uuid(_ text: String, bytes: [UInt8]) {
             BluetoothUUID(littleEndianBytes: uuid.littleEndianBytes) == uuid, "UUID \(text) does not survive its bytes")
         _ = uuid.description
     }
-    _ = BluetoothUUID(littleEndianBytes: bytes)
+    // The byte form BlueZ and the simulator hand over (2, 4 or 16 bytes): what parses must
+    // survive its own bytes and text.
+    if let uuid = BluetoothUUID(littleEndianBytes: bytes) {
+        check(BluetoothUUID(uuid.uuidString) == uuid, "UUID bytes \(bytes) do not survive their uuidString")
+        check(
+            BluetoothUUID(littleEndianBytes: uuid.littleEndianBytes) == uuid,
+            "UUID bytes \(bytes) do not survive their own bytes")
+    }
 }
 
 private func address(_ text: String) {

@@ -122,6 +122,47 @@ public actor DBusConnection {
         return DBusConnection(core: core, executor: executor, uniqueName: uniqueName)
     }
 
+    /// A connection attached to no bus: every message it sends (calls, replies, signals) goes to
+    /// `outbox`, with a serial of its own, and ``deliver(_:)`` hands it what a bus would. For
+    /// fuzzing and testing exported objects in-process, without a bus daemon.
+    ///
+    /// - Parameters:
+    ///   - raw: A libdbus connection the core owns from now on, closes and unreferences; nothing
+    ///     is read from it or written to it (a private connection to a server that never accepts
+    ///     it will do).
+    ///   - uniqueName: The unique name the connection is to answer to.
+    ///   - executor: The event loop to run on.
+    ///   - log: Where the connection reports what it refused or dropped.
+    ///   - outbox: Receives each outgoing message on the connection's loop; the message is
+    ///     unreferenced after it returns (`dbus_message_ref` it to keep it).
+    /// - Returns: The connection.
+    package static func detached(
+        raw: OpaquePointer, uniqueName: String, executor: DBusExecutor = .shared,
+        log: @escaping @Sendable (String) -> Void = DBusConnection.logToStandardError,
+        outbox: @escaping @Sendable (OpaquePointer) -> Void
+    ) -> DBusConnection {
+        let core = ConnectionCore(raw: raw, loop: executor.loop, log: log)
+        core.outbox = outbox
+        return DBusConnection(core: core, executor: executor, uniqueName: uniqueName)
+    }
+
+    /// Handles `message` (a method call, reply or signal) as if the bus had delivered it, on the
+    /// connection's loop after what is queued there; for a connection made with
+    /// ``detached(raw:uniqueName:executor:log:outbox:)``. Takes a reference of `message`.
+    package nonisolated func deliver(_ message: OpaquePointer) {
+        let delivery = Delivery(message: dbus_message_ref(message))
+        let core = self.core
+        core.loop.execute {
+            core.deliver(delivery.message)
+            dbus_message_unref(delivery.message)
+        }
+    }
+
+    /// A message on its way to the loop, which alone touches it.
+    private struct Delivery: @unchecked Sendable {
+        let message: OpaquePointer
+    }
+
     private static func openBlocking(_ bus: Bus) throws -> (OpaquePointer, String) {
         var error = DBusErrorBox()
         defer { error.free() }

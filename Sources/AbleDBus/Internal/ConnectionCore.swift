@@ -89,6 +89,13 @@ final class ConnectionCore: @unchecked Sendable {
     // Exported objects.
     var exports = ExportTable()
 
+    /// Where every outgoing message goes instead of libdbus, for a connection attached to no bus
+    /// (see ``DBusConnection/detached(raw:uniqueName:executor:log:outbox:)``); `nil` on a bus.
+    /// Set before the connection is used.
+    var outbox: (@Sendable (OpaquePointer) -> Void)?
+    /// The serial of the last message handed to ``outbox``.
+    private var lastOutboxSerial: UInt32 = 0
+
     final class SignalSubscriber {
         let id: UInt64
         let rule: DBusMatchRule
@@ -358,22 +365,45 @@ final class ConnectionCore: @unchecked Sendable {
         batch.run {
             while closedError == nil, let message = dbus_connection_pop_message(raw) {
                 defer { dbus_message_unref(message) }
-                switch dbus_message_get_type(message) {
-                case ABLE_DBUS_MESSAGE_TYPE_SIGNAL:
-                    routeSignal(message)
-                case ABLE_DBUS_MESSAGE_TYPE_METHOD_RETURN, ABLE_DBUS_MESSAGE_TYPE_ERROR:
-                    others = true
-                    complete(reply: message)
-                case ABLE_DBUS_MESSAGE_TYPE_METHOD_CALL:
-                    others = true
-                    handleMethodCall(message)
-                default:
-                    // A type newer than this code: the specification says to ignore it.
-                    break
-                }
+                if route(message) { others = true }
             }
         }
         return !others
+    }
+
+    /// Handles one received message; returns whether it was a reply or a method call.
+    private func route(_ message: OpaquePointer) -> Bool {
+        switch dbus_message_get_type(message) {
+        case ABLE_DBUS_MESSAGE_TYPE_SIGNAL:
+            routeSignal(message)
+        case ABLE_DBUS_MESSAGE_TYPE_METHOD_RETURN, ABLE_DBUS_MESSAGE_TYPE_ERROR:
+            complete(reply: message)
+            return true
+        case ABLE_DBUS_MESSAGE_TYPE_METHOD_CALL:
+            handleMethodCall(message)
+            return true
+        default:
+            // A type newer than this code: the specification says to ignore it.
+            break
+        }
+        return false
+    }
+
+    /// Handles `message` as if the bus had delivered it, for a connection attached to no bus.
+    func deliver(_ message: OpaquePointer) {
+        loop.checkIsolated()
+        guard closedError == nil else { return }
+        batch.run { _ = route(message) }
+    }
+
+    /// Queues `message` on the connection, or hands it to ``outbox``; sets `serial` to its serial.
+    private func transmit(_ message: OpaquePointer, serial: inout UInt32) -> Bool {
+        guard let outbox else { return dbus_connection_send(raw, message, &serial) != 0 }
+        lastOutboxSerial = lastOutboxSerial == .max ? 1 : lastOutboxSerial + 1
+        serial = lastOutboxSerial
+        dbus_message_set_serial(message, serial)
+        outbox(message)
+        return true
     }
 
     // MARK: - Sending
@@ -418,7 +448,7 @@ final class ConnectionCore: @unchecked Sendable {
     ) {
         defer { dbus_message_unref(message) }
         var serial: UInt32 = 0
-        guard dbus_connection_send(raw, message, &serial) != 0 else {
+        guard transmit(message, serial: &serial) else {
             reply.resume(with: .failure(DBusError(.noMemory, "could not queue the call")))
             return
         }
@@ -535,7 +565,8 @@ final class ConnectionCore: @unchecked Sendable {
     func sendWithoutReply(_ message: OpaquePointer) {
         defer { dbus_message_unref(message) }
         guard closedError == nil else { return }
-        dbus_connection_send(raw, message, nil)
+        var serial: UInt32 = 0
+        _ = transmit(message, serial: &serial)
     }
 
     // MARK: - Receiving
