@@ -122,7 +122,9 @@ public final class SimulatedPeripheral: Sendable {
     }
 
     private func disconnectAll(because reason: BluetoothError) {
-        for central in radio.state.withLock({ $0.connections.filter { $0.peripheral == address }.map(\.central).sorted() }) {
+        for central in radio.state.withLock({
+            $0.connections.filter { $0.peripheral == address }.map(\.central).sorted()
+        }) {
             radio.disconnect(central: central, peripheral: address, reason: reason)
         }
     }
