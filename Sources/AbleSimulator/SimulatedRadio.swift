@@ -20,7 +20,8 @@ import AbleIO
 /// after the peripheral starts advertising), a connection takes its connection time and its
 /// service-resolution time, and every timeout of the radio's adapters runs on ``clock``, which
 /// by default jumps ahead as soon as everything is waiting, so nothing sleeps in real time.
-/// GATT operations complete without delay. A GATT server started on one simulated adapter, and
+/// GATT operations complete without delay, unless a fault such as
+/// ``SimulatedPeripheral/answerRequests(after:)`` says otherwise. A GATT server started on one simulated adapter, and
 /// advertised with ``/Able/Adapter/startAdvertising(_:)``, is reachable from a central on another.
 ///
 /// The radio records what happens on it, with simulated times, in ``trace``: two runs of the

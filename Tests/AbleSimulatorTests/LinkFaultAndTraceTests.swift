@@ -129,6 +129,8 @@ struct LinkFaultTests {
             try await device.disconnect()
         }
         let lines = radio.trace.map(\.description)
+        #expect(lines.last == "0.450000 disconnected 5A:00:00:00:00:01 → 00:00:00:00:0F:02: by the central")
+        #expect(lines[2] == "0.150000 request 5A:00:00:00:00:01 → 00:00:00:00:0F:02 read 0.1", "\(lines)")
         #expect(
             lines.map { $0.split(separator: " ").prefix(2).joined(separator: " ") } == [
                 "0.000000 fault", "0.130000 connected", "0.150000 request", "0.450000 response",
