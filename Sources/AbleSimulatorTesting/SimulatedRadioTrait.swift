@@ -46,9 +46,13 @@ public struct SimulatedRadioTrait: TestTrait, TestScoping {
     ) async throws {
         let radio = SimulatedRadio()
         for name in adapterNames { _ = radio.makeAdapter(name: name) }
-        try await setUp(radio)
+        // The set-up runs in the scope too, so that the clock sees the work it starts (a GATT
+        // server's, say) and ``SimulatedRadio/current`` answers in it.
         try await radio.withSystemAdapters {
-            try await radio.run { try await function() }
+            try await radio.run {
+                try await setUp(radio)
+                try await function()
+            }
         }
     }
 }
@@ -75,7 +79,8 @@ extension Trait where Self == SimulatedRadioTrait {
     ///   - adapters: The names of the adapters the radio starts with, made in this order before
     ///     `setUp` runs; `Adapter.default()` is the first by name. By default one, `hci0`.
     ///   - setUp: Adds the test's peripherals (and anything else) to the radio before the test
-    ///     runs; the test reaches the radio later with ``/AbleSimulator/SimulatedRadio/current``.
+    ///     runs, in the test's scope and on the radio's clock; the test reaches the radio later
+    ///     with ``/AbleSimulator/SimulatedRadio/current``.
     /// - Returns: The trait.
     public static func simulatedRadio(
         adapters: [String] = ["hci0"], _ setUp: @escaping @Sendable (SimulatedRadio) async throws -> Void = { _ in }

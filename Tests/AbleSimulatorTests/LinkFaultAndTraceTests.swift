@@ -78,7 +78,7 @@ struct LinkFaultTests {
         }
         #expect(received.map(\.number) == Array(1...50))
         // Sent at 10 ms steps from the subscription; some are held whole connection intervals.
-        let start = try #require(received.first).time - .milliseconds(0)
+        let start = try #require(received.first).time
         let lateness = received.enumerated().map { index, arrival in
             arrival.time - start - .milliseconds(10) * index
         }
