@@ -9,6 +9,9 @@ let package = Package(
         .library(name: "AbleDBus", targets: ["AbleDBus"]),
         .executable(name: "able", targets: ["able"]),
         .library(name: "AbleSimulator", targets: ["AbleSimulator"]),
+        // The `.simulatedRadio` Swift Testing trait: a module of its own, because importing Testing
+        // makes it a load-time dependency, and `able` and the soak tool link AbleSimulator.
+        .library(name: "AbleSimulatorTesting", targets: ["AbleSimulatorTesting"]),
     ],
     targets: [
         .systemLibrary(
@@ -33,6 +36,7 @@ let package = Package(
         .target(name: "AbleCore", dependencies: ["AbleIO"]),
         .target(name: "AbleBlueZ", dependencies: ["AbleCore", "AbleDBus", "AbleIO"]),
         .target(name: "AbleSimulator", dependencies: ["AbleCore", "AbleIO"]),
+        .target(name: "AbleSimulatorTesting", dependencies: ["AbleSimulator"]),
         .target(name: "Able", dependencies: ["AbleCore", "AbleBlueZ"]),
         .target(name: "AbleCommand", dependencies: ["Able", "AbleBlueZ", "AbleSimulator", "AbleIO", "CLinux"]),
         .executableTarget(name: "able", dependencies: ["AbleCommand"]),
@@ -61,7 +65,8 @@ let package = Package(
             dependencies: ["AbleCommand", "Able", "AbleSimulator", "AbleIO", "AbleTestSupport"]),
         .testTarget(name: "AbleSoakTests", dependencies: ["AbleSoak", "AbleCommand", "Able", "AbleTestSupport"]),
         .testTarget(
-            name: "AbleSimulatorTests", dependencies: ["Able", "AbleSimulator", "AbleScenarios", "AbleTestSupport"]),
+            name: "AbleSimulatorTests",
+            dependencies: ["Able", "AbleSimulator", "AbleSimulatorTesting", "AbleScenarios", "AbleTestSupport"]),
         .testTarget(
             name: "RealBlueZTests",
             dependencies: ["Able", "AbleCore", "AbleBlueZ", "AbleDBus", "AbleScenarios", "AbleIO"],

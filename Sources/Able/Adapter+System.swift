@@ -4,7 +4,9 @@ import AbleBlueZ
 // The system's adapters, on BlueZ. They live in this module, above both AbleCore and the BlueZ
 // backend, so that the default backend is an ordinary import: AbleCore knows no backend, the
 // simulator depends on AbleCore alone, and `import Able` gives a program the whole public API
-// (AbleCore, re-exported) with these entry points.
+// (AbleCore, re-exported) with these entry points. Within a simulated radio's test scope
+// (`SimulatedRadio.withSystemAdapters(_:)`, the `.simulatedRadio` trait) a task-local directory
+// answers instead of BlueZ, for that task and its children only.
 extension Adapter {
     /// The system's default adapter: the first one BlueZ lists (usually `hci0`).
     ///
@@ -14,17 +16,26 @@ extension Adapter {
     ///
     /// The corresponding BlueZ method is `org.freedesktop.DBus.ObjectManager.GetManagedObjects`
     /// (read once, on the first call; Able then follows the tree's signals).
+    /// Within a simulated radio's test scope (the `.simulatedRadio` trait of module
+    /// `AbleSimulatorTesting`, or `SimulatedRadio.withSystemAdapters(_:)`), it is the radio's
+    /// first adapter by name instead, for the task in the scope and its child tasks.
+    ///
     /// - Returns: The adapter.
     /// - Throws: ``BluetoothError`` with ``BluetoothError/Code/daemonUnavailable`` when BlueZ is not
     ///   running, ``BluetoothError/Code/notAvailable`` when it has no adapter.
     public static func `default`() async throws -> Adapter {
-        Adapter(backend: try await BlueZSystemBackend.adapter(named: nil))
+        if let directory = SystemAdapterOverride.directory {
+            return try SystemAdapterOverride.defaultAdapter(in: directory)
+        }
+        return Adapter(backend: try await BlueZSystemBackend.adapter(named: nil))
     }
 
     /// The adapter with the given name, such as `hci1`.
     ///
     /// The corresponding BlueZ method is `org.freedesktop.DBus.ObjectManager.GetManagedObjects`
     /// (read once, on the first call; Able then follows the tree's signals).
+    /// Within a simulated radio's test scope it is the radio's adapter of that name instead.
+    ///
     /// - Parameter name: The adapter's name: the last element of its BlueZ object path.
     /// - Returns: The adapter.
     /// - Throws: ``BluetoothError`` with ``BluetoothError/Code/invalidArguments`` for a name no
@@ -33,6 +44,9 @@ extension Adapter {
     ///   ``BluetoothError/Code/daemonUnavailable`` when BlueZ is not running.
     public static func named(_ name: String) async throws -> Adapter {
         try InputChecks.adapterName(name)
+        if let directory = SystemAdapterOverride.directory {
+            return try SystemAdapterOverride.adapter(named: name, in: directory)
+        }
         return Adapter(backend: try await BlueZSystemBackend.adapter(named: name))
     }
 
@@ -40,11 +54,17 @@ extension Adapter {
     ///
     /// The corresponding BlueZ method is `org.freedesktop.DBus.ObjectManager.GetManagedObjects`
     /// (read once; Able then follows `InterfacesAdded` and `InterfacesRemoved`).
+    ///
+    /// Within a simulated radio's test scope it is the radio's adapters instead.
+    ///
     /// - Returns: The adapters, sorted by name; empty when the system has none.
     /// - Throws: ``BluetoothError`` with ``BluetoothError/Code/daemonUnavailable`` when BlueZ is not
     ///   running. No adapter is not an error: the array is empty.
     public static func all() async throws -> [Adapter] {
-        try await BlueZSystemBackend.directory().adapters().map(Adapter.init(backend:))
+        if let directory = SystemAdapterOverride.directory {
+            return directory.adapters().map(Adapter.init(backend:))
+        }
+        return try await BlueZSystemBackend.directory().adapters().map(Adapter.init(backend:))
     }
 
     /// The system's adapters appearing and disappearing: `.added` for every adapter present now,
@@ -52,6 +72,8 @@ extension Adapter {
     ///
     /// When `bluetoothd` stops, every adapter is reported removed; when it starts again, its
     /// adapters are reported added.
+    ///
+    /// Within a simulated radio's test scope it follows the radio's adapters instead.
     ///
     /// Buffering: every event is kept until consumed (they are rare). Cancelling the task that
     /// iterates ends the stream and stops the watching behind it.
@@ -62,6 +84,7 @@ extension Adapter {
     /// - Throws: ``BluetoothError`` with ``BluetoothError/Code/daemonUnavailable`` when BlueZ is not
     ///   running when the stream is asked for.
     public static func events() async throws -> AsyncStream<AdapterEvent> {
-        try await BlueZSystemBackend.directory().adapterEvents()
+        if let directory = SystemAdapterOverride.directory { return directory.adapterEvents() }
+        return try await BlueZSystemBackend.directory().adapterEvents()
     }
 }

@@ -64,6 +64,8 @@ struct RadioState {
     var removedAdapters: [String: BluetoothAddress] = [:]
     /// Connects waiting for their central's adapter to go (``SimulatedRadio/sleep(until:whileAdapterPresent:)``).
     var adapterWaits: [UInt64: AdapterWait] = [:]
+    /// What happened, for ``SimulatedRadio/trace``.
+    var trace = RadioTrace(limit: SimulatedRadio.defaultTraceLimit)
 
     /// The ATT MTU of a link: the smaller of what the central's adapter offers and what the
     /// peripheral offers, as an MTU exchange settles it (a central that offers nothing takes the
@@ -133,6 +135,12 @@ struct SimulatedDevice {
     var nextRequestError: ATTError?
     var notificationsToDrop = 0
     var notificationDelay: Duration = .zero
+    /// The link-quality fault (``SimulatedPeripheral/setLinkQuality(notificationLoss:missedConnectionEvents:connectionInterval:seed:)``).
+    var linkQuality = SimulatedLinkQuality()
+    /// When the last notification reaches its subscribers, so that a later one never overtakes it.
+    var lastNotificationArrival: Duration = .zero
+    /// How long the peripheral takes to answer a request (``SimulatedPeripheral/answerRequests(after:)``).
+    var responseDelay: Duration = .zero
 
     var discovery: Discovery? {
         guard isAdvertising, isInRange, let advertisement else { return nil }

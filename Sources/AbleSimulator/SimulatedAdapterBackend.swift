@@ -73,9 +73,11 @@ struct SimulatedAdapterBackend: AdapterBackend {
                 adapter: address, filter: filter, continuation: continuation, passive: passive)
             return (id, state.devices.values.sorted { $0.address < $1.address })
         }
+        radio.record(.scanStarted, "\(address)" + (passive == nil ? "" : " passive"))
         continuation.setHandOffObserver { [clock = radio.clock] in clock.handOffEnded() }
         continuation.onTermination { [radio] in
             let scan = radio.state.withLock { $0.scans.removeValue(forKey: id) }
+            if scan != nil { radio.record(.scanEnded, "\(address)") }
             for token in scan?.pendingDeliveries ?? [] { radio.clock.cancel(token) }
             radio.adapterChanged(address)
             // A value it held for its consumer no longer holds time back.

@@ -14,6 +14,8 @@ import AbleIO
 /// peripheral.failNextRequest(with: .insufficientAuthentication)
 /// peripheral.dropNotifications(2)
 /// peripheral.delayNotifications(by: .milliseconds(300))
+/// peripheral.setLinkQuality(notificationLoss: 0.2, missedConnectionEvents: 0.1, seed: 7)
+/// peripheral.answerRequests(after: .milliseconds(300))
 /// peripheral.goOutOfRange()
 /// peripheral.changeServices { Service(.batteryService) { Characteristic(.batteryLevel, properties: .read) } }
 /// ```
@@ -121,7 +123,9 @@ public final class SimulatedPeripheral: Sendable {
     }
 
     private func disconnectAll(because reason: BluetoothError) {
-        for central in radio.state.withLock({ $0.connections.filter { $0.peripheral == address }.map(\.central) }) {
+        for central in radio.state.withLock({
+            $0.connections.filter { $0.peripheral == address }.map(\.central).sorted()
+        }) {
             radio.disconnect(central: central, peripheral: address, reason: reason)
         }
     }
@@ -130,12 +134,14 @@ public final class SimulatedPeripheral: Sendable {
     /// ``/Able/BluetoothError/Code/linkTimeout``), scans stop seeing it, and connecting fails, until
     /// ``comeBackInRange()``.
     public func goOutOfRange() {
+        radio.record(.fault, "\(address) out-of-range")
         radio.state.withLock { $0.devices[address]?.isInRange = false }
         disconnectAll(because: BluetoothError(.linkTimeout, message: "the peripheral went out of range"))
     }
 
     /// Brings the peripheral back in range; scans see it again one advertising interval later.
     public func comeBackInRange() {
+        radio.record(.fault, "\(address) back-in-range")
         radio.state.withLock { $0.devices[address]?.isInRange = true }
         radio.announce(address)
     }
@@ -152,39 +158,105 @@ public final class SimulatedPeripheral: Sendable {
     /// - Parameter failure: The failure, one of the presets such as
     ///   ``ConnectionFailure/leConnectionAbortByLocal`` or any code and message.
     public func failNextConnection(_ failure: ConnectionFailure) {
+        radio.record(.fault, "\(address) fail-next-connection \(failure.code): \(failure.message)")
         radio.state.withLock { $0.devices[address]?.connectFailure = failure }
     }
 
     /// Makes connections come up without their services ever being resolved, so that
     /// ``/Able/Peripheral/connect(timeout:)`` times out; ``resolveServices()`` undoes it.
     public func neverResolveServices() {
+        radio.record(.fault, "\(address) never-resolve-services")
         radio.state.withLock { $0.devices[address]?.servicesResolve = false }
     }
 
     /// Lets connections resolve their services again.
     public func resolveServices() {
+        radio.record(.fault, "\(address) resolve-services")
         radio.state.withLock { $0.devices[address]?.servicesResolve = true }
     }
 
     /// Makes the link drop while the next GATT request (read or write) is in flight: the request
     /// throws ``/Able/BluetoothError/Code/disconnected``, as do the notification streams.
     public func dropLinkDuringNextRequest() {
+        radio.record(.fault, "\(address) drop-link-during-next-request")
         radio.state.withLock { $0.devices[address]?.dropLinkOnNextRequest = true }
     }
 
     /// Makes the peripheral answer the next GATT request (read or write) with an ATT error.
     public func failNextRequest(with error: ATTError) {
+        radio.record(.fault, "\(address) fail-next-request \(error)")
         radio.state.withLock { $0.devices[address]?.nextRequestError = error }
     }
 
     /// Loses the next `count` notifications or indications the peripheral sends.
     public func dropNotifications(_ count: Int) {
+        radio.record(.fault, "\(address) drop-notifications \(max(0, count))")
         radio.state.withLock { $0.devices[address]?.notificationsToDrop = max(0, count) }
     }
 
     /// Delivers the peripheral's notifications `delay` late, in simulated time; `.zero` undoes it.
     public func delayNotifications(by delay: Duration) {
+        radio.record(.fault, "\(address) delay-notifications \(delay)")
         radio.state.withLock { $0.devices[address]?.notificationDelay = delay }
+    }
+
+    /// Makes the link to the peripheral lossy: a share of its notifications and indications is
+    /// lost, and a share of connection events is missed, each missed event holding the next
+    /// packet (a request, a response, a notification) one connection interval longer; all zero
+    /// undoes it.
+    ///
+    /// The losses come from a generator seeded with `seed`, so a test sees the same notifications
+    /// lost, and the same delays, on every run. Packets keep their order, as the link layer's
+    /// retransmissions keep it, and one packet waits for at most six missed events (a link misses
+    /// more only to time out, which ``disconnectAll(reason:)`` or ``goOutOfRange()`` show).
+    ///
+    /// ```swift
+    /// peripheral.setLinkQuality(notificationLoss: 0.2, seed: 7)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - notificationLoss: The share of notifications and indications lost, 0 to 1.
+    ///   - missedConnectionEvents: The share of connection events the link misses, 0 to 1 (less
+    ///     than 1: a link that misses every event is a link that times out).
+    ///   - connectionInterval: How long one missed connection event holds a packet; by default
+    ///     30 ms, a typical phone-to-sensor interval.
+    ///   - seed: The seed of the generator that picks the losses.
+    public func setLinkQuality(
+        notificationLoss: Double = 0, missedConnectionEvents: Double = 0,
+        connectionInterval: Duration = .milliseconds(30), seed: UInt64 = 0
+    ) {
+        precondition((0...1).contains(notificationLoss), "a notification loss of \(notificationLoss) is outside 0–1")
+        precondition(
+            (0..<1).contains(missedConnectionEvents),
+            "a share of missed connection events of \(missedConnectionEvents) is outside 0..<1")
+        precondition(connectionInterval >= .zero, "a connection interval of \(connectionInterval) is negative")
+        radio.record(
+            .fault,
+            "\(address) link-quality notification-loss \(notificationLoss) missed-connection-events "
+                + "\(missedConnectionEvents) interval \(connectionInterval) seed \(seed)")
+        radio.state.withLock {
+            $0.devices[address]?.linkQuality = SimulatedLinkQuality(
+                notificationLoss: notificationLoss, missedConnectionEvents: missedConnectionEvents,
+                connectionInterval: connectionInterval, seed: seed)
+        }
+    }
+
+    /// Makes the peripheral slow: it answers every GATT request (read or write with response)
+    /// `delay` after receiving it, in simulated time; `.zero` undoes it.
+    ///
+    /// A central's timeout shorter than the delay fires first, as it would against a busy sensor.
+    /// A link that drops while a request waits ends the request with
+    /// ``/Able/BluetoothError/Code/disconnected``.
+    ///
+    /// ```swift
+    /// peripheral.answerRequests(after: .milliseconds(300))
+    /// ```
+    ///
+    /// - Parameter delay: How long each request waits for its answer.
+    public func answerRequests(after delay: Duration) {
+        precondition(delay >= .zero, "a response delay of \(delay) is negative")
+        radio.record(.fault, "\(address) answer-requests-after \(delay)")
+        radio.state.withLock { $0.devices[address]?.responseDelay = delay }
     }
 
     /// Replaces the peripheral's GATT database and handlers while centrals stay connected, as a

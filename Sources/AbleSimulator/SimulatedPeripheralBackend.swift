@@ -29,6 +29,15 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
     /// the services are resolved after its resolution time; a timeout shorter than that, or
     /// services that never resolve, end in ``BluetoothError/Code/timeout`` and a disconnection.
     func connect(timeout: Duration) async throws {
+        do {
+            try await connectUntraced(timeout: timeout)
+        } catch {
+            radio.record(.connectionFailed, "\(central) → \(address): \(error)")
+            throw error
+        }
+    }
+
+    private func connectUntraced(timeout: Duration) async throws {
         let clock = radio.clock
         let deadline = clock.now.advanced(by: timeout)
         let (timing, known) = try radio.state.withLock { state in
@@ -99,6 +108,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             state.connections.insert(connection)
             return (device.events, device.servicesResolve)
         }
+        radio.record(.connected, "\(central) → \(address)")
         radio.connectionStateChanged(connection, to: .connecting)
         events?.connectionChanged(CentralConnectionChange(central: Central(address: central), isConnected: true))
         do {
@@ -206,7 +216,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             // A Write Command gets no answer, so nothing raises the link's security: a server
             // drops one that its link is not secure enough for, as BlueZ does.
             if type == .withoutResponse, !commandAllowed(to: characteristic) { return }
-            try await attribute(.write) {
+            try await attribute(.write, answered: type != .withoutResponse) {
                 try await $0.write(
                     $1, value: value, offset: 0, kind: type == .withoutResponse ? .command : .request,
                     central: central, mtu: mtu)
@@ -259,9 +269,32 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
         }(descriptor.id)
     }
 
-    /// Runs an ATT operation on the attribute a handle names, with the errors BlueZ would give.
+    /// Runs an ATT operation on the attribute a handle names, with the errors BlueZ would give,
+    /// and records it in the radio's trace.
+    ///
+    /// `answered` is false for a Write Command, which gets no response and so no response delay.
     private func attribute<T: Sendable>(
-        _ access: SimulatedAccess,
+        _ access: SimulatedAccess, answered: Bool = true,
+        _ operation: @escaping @Sendable (GATTServerCore, AttributeID) async throws -> T
+    ) -> @Sendable (RemoteAttributeID) async throws -> T {
+        let untraced = untracedAttribute(access, answered: answered, operation)
+        return { [radio, central, address] remote in
+            let what = "\(central) → \(address) \(answered ? "\(access)" : "write-command")"
+            let traced = AttributeID(remote: remote).map { "\(what) \($0.traced)" } ?? "\(what) \(remote)"
+            radio.record(.request, traced)
+            do {
+                let result = try await untraced(remote)
+                radio.record(.response, "\(traced) ok")
+                return result
+            } catch {
+                radio.record(.response, "\(traced) \(error)")
+                throw error
+            }
+        }
+    }
+
+    private func untracedAttribute<T: Sendable>(
+        _ access: SimulatedAccess, answered: Bool,
         _ operation: @escaping @Sendable (GATTServerCore, AttributeID) async throws -> T
     ) -> @Sendable (RemoteAttributeID) async throws -> T {
         { [radio, central, address] remote in
@@ -270,16 +303,24 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
                 throw BluetoothError(.doesNotExist, message: "no attribute \(remote)")
             }
             radio.clock.noteActivity()
-            let (dropLink, injected) = radio.state.withLock { state -> (Bool, ATTError?) in
-                guard var device = state.devices[address] else { return (false, nil) }
+            let (dropLink, injected, wait) = radio.state.withLock { state -> (Bool, ATTError?, Duration) in
+                guard var device = state.devices[address] else { return (false, nil, .zero) }
                 defer { state.devices[address] = device }
                 if device.dropLinkOnNextRequest {
                     device.dropLinkOnNextRequest = false
-                    return (true, nil)
+                    return (true, nil, .zero)
                 }
                 let injected = device.nextRequestError
                 device.nextRequestError = nil
-                return (false, injected)
+                // A slow peripheral, and connection events the link misses, hold the answer.
+                let wait = answered ? device.responseDelay + device.linkQuality.missedEventsDelay() : .zero
+                return (false, injected, wait)
+            }
+            if wait > .zero {
+                try await radio.clock.sleep(for: wait)
+                guard isConnected else {
+                    throw BluetoothError(.disconnected, message: "\(address) disconnected during the request")
+                }
             }
             if dropLink {
                 radio.disconnect(
@@ -360,6 +401,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
             state.subscriptions[key, default: [:]][subscriptionID] = continuation
             return (subscriptionID, first, state.devices[address]?.events)
         }
+        radio.record(.subscribed, "\(central) → \(address) \(id.traced)")
         // Unlike BlueZ before 5.69, the simulator always says which central subscribed.
         if first { events?.subscriptionChanged(Central(address: central), id, true) }
         continuation.onTermination { [radio] in

@@ -4,29 +4,44 @@ import AbleIO
 extension SimulatedRadio {
     /// Hands a notified value to every stream subscribed to the attribute.
     ///
-    /// Injected faults apply here: a dropped notification reaches nobody, a delayed one arrives
-    /// later in simulated time (in order with the other delayed ones).
+    /// Injected faults apply here: a dropped or lost notification reaches nobody, a delayed one
+    /// (or one held by missed connection events) arrives later in simulated time, never before
+    /// one sent earlier.
     /// `central` names the one central to deliver to; `nil` delivers to all.
     func deliver(
         _ value: [UInt8], from peripheral: BluetoothAddress, attribute: AttributeID, to central: BluetoothAddress? = nil
     ) {
-        let (streams, delay) = state.withLock { state -> ([NotificationStream.Continuation], Duration) in
-            if let device = state.devices[peripheral], device.notificationsToDrop > 0 {
-                state.devices[peripheral]?.notificationsToDrop -= 1
-                return ([], .zero)
+        let now = clock.now.offset
+        let traced = "\(peripheral) \(attribute.traced) \(value.count) bytes" + (central.map { " → \($0)" } ?? "")
+        let delivery = state.withLock { state -> (streams: [NotificationStream.Continuation], at: Duration)? in
+            guard var device = state.devices[peripheral] else { return ([], now) }
+            defer { state.devices[peripheral] = device }
+            if device.notificationsToDrop > 0 {
+                device.notificationsToDrop -= 1
+                return nil
             }
+            if device.linkQuality.losesNotification() { return nil }
+            // Sorted by subscription, so that streams hear a value in the order they subscribed.
             let streams = state.subscriptions.filter {
                 $0.key.peripheral == peripheral && $0.key.attribute == attribute
                     && (central == nil || $0.key.central == central)
             }
-            .flatMap { $0.value.values }
-            return (streams, state.devices[peripheral]?.notificationDelay ?? .zero)
+            .flatMap { $0.value }.sorted { $0.key < $1.key }.map(\.value)
+            let arrival = max(
+                now + device.notificationDelay + device.linkQuality.missedEventsDelay(), device.lastNotificationArrival)
+            device.lastNotificationArrival = arrival
+            return (streams, arrival)
         }
-        guard delay > .zero else {
+        guard let (streams, arrival) = delivery else {
+            record(.notificationLost, traced)
+            return
+        }
+        record(.notification, traced)
+        guard arrival > now else {
             for stream in streams { stream.yield(value) }
             return
         }
-        clock.schedule(after: delay) {
+        clock.schedule(at: SimulatedClock.Instant(offset: arrival)) {
             for stream in streams { stream.yield(value) }
         }
     }
@@ -52,6 +67,8 @@ extension SimulatedRadio {
         dropL2CAPChannels(between: central, and: peripheral)
         releaseWriteSockets(between: central, and: peripheral)
         guard removed else { return }
+        let why = reason.map { "\($0.code): \($0.message)" } ?? "by the central"
+        record(.disconnected, "\(central) → \(peripheral): \(why)")
         connectionStateChanged(
             RadioState.Connection(central: central, peripheral: peripheral), to: .disconnected(reason: reason))
         for stream in streams {
@@ -76,7 +93,8 @@ extension SimulatedRadio {
     func poweredOff(_ adapter: BluetoothAddress) {
         let (connections, scans) = state.withLock { state in
             (
-                state.connections.filter { $0.central == adapter || $0.peripheral == adapter },
+                state.connections.filter { $0.central == adapter || $0.peripheral == adapter }
+                    .sorted { ($0.central, $0.peripheral) < ($1.central, $1.peripheral) },
                 state.scans.filter { $0.value.adapter == adapter }
             )
         }
@@ -119,7 +137,9 @@ extension SimulatedRadio {
             return (scan.continuation, discovery)
         }
         if let (continuation, discovery) = delivery {
-            remember(device, by: state.withLock { $0.scans[scanID]?.adapter } ?? device)
+            let adapter = state.withLock { $0.scans[scanID]?.adapter } ?? device
+            remember(device, by: adapter)
+            record(.discovered, "\(adapter) ← \(device)")
             continuation.yield(discovery)
         }
     }

@@ -39,9 +39,9 @@ extension SimulatedRadio {
             state.adapters[address] = nil
             state.removedAdapters[name] = address
             state.devices[address]?.isAdvertising = false
-            let scans = state.scans.filter { $0.value.adapter == address }
-            for id in scans.keys { state.scans[id] = nil }
-            return (address, Array(scans.values))
+            let scans = state.scans.filter { $0.value.adapter == address }.sorted { $0.key < $1.key }
+            for (id, _) in scans { state.scans[id] = nil }
+            return (address, scans.map(\.value))
         }
         guard let (address, scans) = removed else { return }
         let error = BluetoothError(.adapterRemoved, message: "adapter \(name) was removed")
@@ -57,6 +57,7 @@ extension SimulatedRadio {
         for wait in waits { wait.continuation.resume() }
         let connections = state.withLock { state in
             state.connections.filter { $0.central == address || $0.peripheral == address }
+                .sorted { ($0.central, $0.peripheral) < ($1.central, $1.peripheral) }
         }
         for connection in connections {
             disconnect(

@@ -20,8 +20,12 @@ import AbleIO
 /// after the peripheral starts advertising), a connection takes its connection time and its
 /// service-resolution time, and every timeout of the radio's adapters runs on ``clock``, which
 /// by default jumps ahead as soon as everything is waiting, so nothing sleeps in real time.
-/// GATT operations complete without delay. A GATT server started on one simulated adapter, and
+/// GATT operations complete without delay, unless a fault such as
+/// ``SimulatedPeripheral/answerRequests(after:)`` says otherwise. A GATT server started on one simulated adapter, and
 /// advertised with ``/Able/Adapter/startAdvertising(_:)``, is reachable from a central on another.
+///
+/// The radio records what happens on it, with simulated times, in ``trace``: two runs of the
+/// same test give the same trace.
 ///
 /// Faults are injected through the ``SimulatedPeripheral`` that ``addPeripheral(address:addressType:advertisement:rssi:mtu:timing:services:)``
 /// returns (or ``peripheral(_:)`` for a simulated adapter's server), and through the adapters'
@@ -37,11 +41,18 @@ public final class SimulatedRadio: Sendable {
     /// What the acquired sockets carry and the clock cannot see.
     let socketTraffic = SocketTraffic()
 
+    /// How many events ``trace`` keeps unless told otherwise.
+    public static let defaultTraceLimit = 10_000
+
     /// A radio with no adapters and no peripherals.
     ///
-    /// - Parameter clock: Its clock; by default an automatic one (see ``SimulatedClock``).
-    public init(clock: SimulatedClock = SimulatedClock()) {
+    /// - Parameters:
+    ///   - clock: Its clock; by default an automatic one (see ``SimulatedClock``).
+    ///   - traceLimit: How many of the latest events ``trace`` keeps, at least 1; by default
+    ///     ``defaultTraceLimit``.
+    public init(clock: SimulatedClock = SimulatedClock(), traceLimit: Int = SimulatedRadio.defaultTraceLimit) {
         self.clock = clock
+        state.withLock { $0.trace = RadioTrace(limit: traceLimit) }
         clock.addHandOffCheck { [weak self] in self?.hasPendingHandOffs ?? false }
         clock.addUnseenWorkCheck { [socketTraffic] in socketTraffic.isBusy }
     }
