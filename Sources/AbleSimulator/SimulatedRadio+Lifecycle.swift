@@ -34,6 +34,11 @@ extension SimulatedRadio {
     ///
     /// - Parameter name: The adapter's name, such as `hci1`.
     public func removeAdapter(named name: String) {
+        removeAdapter(named: name, error: BluetoothError(.adapterRemoved, message: "adapter \(name) was removed"))
+    }
+
+    /// Removes an adapter; what it ends, ends with `error`.
+    func removeAdapter(named name: String, error: BluetoothError) {
         let removed = state.withLock { state -> (BluetoothAddress, [RadioState.Scan])? in
             guard let (address, _) = state.adapters.first(where: { $0.value.name == name }) else { return nil }
             state.adapters[address] = nil
@@ -44,7 +49,6 @@ extension SimulatedRadio {
             return (address, Array(scans.values))
         }
         guard let (address, scans) = removed else { return }
-        let error = BluetoothError(.adapterRemoved, message: "adapter \(name) was removed")
         for scan in scans {
             for token in scan.pendingDeliveries { clock.cancel(token) }
             scan.continuation.finish(throwing: error)
@@ -59,9 +63,7 @@ extension SimulatedRadio {
             state.connections.filter { $0.central == address || $0.peripheral == address }
         }
         for connection in connections {
-            disconnect(
-                central: connection.central, peripheral: connection.peripheral,
-                reason: BluetoothError(.adapterRemoved, message: "adapter \(name) was removed"))
+            disconnect(central: connection.central, peripheral: connection.peripheral, reason: error)
         }
         let listeners = state.withLock { state in
             (Array((state.adapterListeners[address] ?? [:]).values), Array(state.adapterEventListeners.values))
@@ -241,7 +243,9 @@ extension SimulatedRadio {
             defer { group.cancelAll() }
             return try await group.next() ?? false
         }
-        if removed { throw BluetoothError(.adapterRemoved, message: "the adapter was removed while connecting") }
+        if removed {
+            throw state.withLock { $0.absence(of: adapter, "the adapter was removed while connecting") }
+        }
     }
 
     /// Returns when `adapter` is removed (at once if it is absent).
