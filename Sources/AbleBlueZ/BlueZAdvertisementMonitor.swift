@@ -90,7 +90,8 @@ extension BlueZAdapterBackend {
                 switch change {
                 case .serviceLeft:
                     continuation.finish(
-                        throwing: BluetoothError(.daemonUnavailable, message: "bluetoothd left the bus during the scan"))
+                        throwing: BluetoothError(.daemonUnavailable, message: "bluetoothd left the bus during the scan")
+                    )
                     return
                 case .interfacesRemoved(path, let interfaces) where interfaces.contains(Self.interface):
                     guard verdict == nil else { continue }

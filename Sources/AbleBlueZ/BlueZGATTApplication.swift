@@ -415,7 +415,9 @@ final class BlueZGATTApplication: GATTServerBackend {
     /// is gone, and the next one starts from none.
     private func forgetStartNotifySubscriptions(_ events: GATTServerEvents) {
         let flags = notifying.withLock { $0 }
-        for (id, flag) in flags.sorted(by: { ($0.key.service, $0.key.characteristic) < ($1.key.service, $1.key.characteristic) }) where flag.withLock({ Self.change(&$0, to: false) }) {
+        for (id, flag) in flags.sorted(by: {
+            ($0.key.service, $0.key.characteristic) < ($1.key.service, $1.key.characteristic)
+        }) where flag.withLock({ Self.change(&$0, to: false) }) {
             events.subscriptionChanged(nil, id, false)
         }
     }

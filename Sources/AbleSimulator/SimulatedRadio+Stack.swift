@@ -39,7 +39,8 @@ extension SimulatedRadio {
         for adapter in adapters {
             removeAdapter(
                 named: adapter.name,
-                error: BluetoothError(.daemonUnavailable, message: "the Bluetooth stack stopped (adapter \(adapter.name))"))
+                error: BluetoothError(
+                    .daemonUnavailable, message: "the Bluetooth stack stopped (adapter \(adapter.name))"))
         }
         let listeners = state.withLock { Array($0.stackListeners.values) }
         let error = BluetoothError(.daemonUnavailable, message: "the Bluetooth stack stopped")
