@@ -405,8 +405,10 @@ public struct ServingChange: Sendable, CustomStringConvertible {
     /// Whether the server serves now: `false` when the gap begins, `true` when it ends.
     public var isServing: Bool
     /// Why the gap began: ``BluetoothError/Code/daemonUnavailable`` when `bluetoothd` left the
-    /// bus (or the simulated stack stopped), ``BluetoothError/Code/adapterRemoved`` when only the
-    /// adapter went; `nil` when the server serves again.
+    /// bus (or the simulated stack stopped), ``BluetoothError/Code/adapterRemoved`` when the
+    /// adapter went first; `nil` when the server serves again. A stopping `bluetoothd` removes
+    /// its adapters before it leaves the bus, so on BlueZ a restart's gap may begin with
+    /// ``BluetoothError/Code/adapterRemoved`` too.
     public var reason: BluetoothError?
 
     package init(isServing: Bool, reason: BluetoothError? = nil) {
