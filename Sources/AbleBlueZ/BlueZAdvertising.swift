@@ -163,8 +163,9 @@ extension BlueZAdapterBackend {
 /// `LEAdvertisingManager1` goes, the registration is gone (BlueZ may call `Release` on its way
 /// out); the object stays exported, and when the manager is back (`InterfacesAdded`) it is
 /// registered again, accepting calls from the new daemon only. A `Release` of an advertisement
-/// with a ``Advertisement/timeout`` or ``Advertisement/duration`` ends the set, as before: it is
-/// BlueZ saying the time is up.
+/// with a ``Advertisement/timeout`` or ``Advertisement/duration`` ends the set at once: it is
+/// BlueZ saying the time is up. Any other `Release` ends it only if the daemon and the adapter's
+/// manager are still there ``BlueZAdapterBackend/daemonExitGrace`` later.
 final class BlueZAdvertisement: Sendable {
     private struct State {
         var path: DBusObjectPath?
@@ -236,19 +237,33 @@ final class BlueZAdvertisement: Sendable {
         return DBusInterface(
             "org.bluez.LEAdvertisement1",
             methods: [
-                .immediate("Release") { [state, released] _ in
-                    // A Release for a registration that an update replaced is not the set's end;
-                    // nor is one without a timeout or duration: the stack is taking the
-                    // registration away (the daemon or the adapter going), and it comes back.
-                    let ends = state.withLock { state -> Bool in
+                .immediate("Release") { [state, released, adapter] _ in
+                    // A Release for a registration that an update replaced is not the set's end.
+                    // One without a timeout or duration is the set's end only if the stack stays:
+                    // a stopping bluetoothd releases every advertisement before it removes the
+                    // adapter and leaves the bus, and the set comes back with the next one.
+                    let ends = state.withLock { state -> Bool? in
                         guard state.path == path else { return false }
                         guard state.properties["Timeout"] != nil || state.properties["Duration"] != nil else {
                             state.interrupted = true
-                            return false
+                            return nil
                         }
                         return true
                     }
-                    if ends { released.set() }
+                    switch ends {
+                    case true?: released.set()
+                    case false?: break
+                    case nil:
+                        let tree = adapter.system.tree
+                        let owner = tree.owner
+                        Task {
+                            try? await Task.sleep(for: BlueZAdapterBackend.daemonExitGrace)
+                            let stayed =
+                                tree.owner == owner
+                                && tree.interfaces(at: adapter.path)?[BlueZAdapterBackend.advertisingManager] != nil
+                            if stayed, state.withLock({ $0.interrupted && $0.path == path }) { released.set() }
+                        }
+                    }
                     return []
                 }
             ], properties: properties)

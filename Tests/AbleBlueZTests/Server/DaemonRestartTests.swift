@@ -32,7 +32,11 @@ struct DaemonRestartTests {
         #expect(first.advertisement.value?.owner == ourName)
         #expect(await server.isServing)
 
-        // bluetoothd stops: its connection and its name go.
+        // bluetoothd stops: it releases the advertisement, then its connection and its name go.
+        let registered = try #require(first.advertisement.value)
+        _ = try await first.connection.call(
+            destination: registered.owner, path: registered.path, interface: "org.bluez.LEAdvertisement1",
+            method: "Release")
         await first.connection.close()
         try await waitUntil { changes.value == ["gap daemonUnavailable"] }
         #expect(await !server.isServing)
@@ -47,6 +51,7 @@ struct DaemonRestartTests {
         #expect(second.application.value?.owner == ourName)
         #expect(second.application.value?.objects.isEmpty == false, "the new daemon read the application's objects")
         #expect(second.advertisement.value?.owner == ourName)
+        #expect(await advertising.isActive, "a release on the way out is not the set's end")
         #expect(try second.advertisement.value?.properties.decode("LocalName", as: String.self) == "restart")
         try await waitUntil { await server.isServing }
         #expect(changes.value == ["gap daemonUnavailable", "serving"])
