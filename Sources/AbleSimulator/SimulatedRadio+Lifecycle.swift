@@ -31,6 +31,8 @@ extension SimulatedRadio {
     /// streams end with ``/Able/BluetoothError/Code/adapterRemoved``, its state becomes absent and
     /// its operations fail until ``makeAdapter(name:address:mtu:)`` adds one of that name again (which
     /// gets the same address back, and makes the ``/Able/Adapter`` values kept for it work again).
+    /// Its GATT servers and advertising sets stop serving and advertising, and register again
+    /// when it is back, as on BlueZ.
     ///
     /// - Parameter name: The adapter's name, such as `hci1`.
     public func removeAdapter(named name: String) {
@@ -70,6 +72,7 @@ extension SimulatedRadio {
         }
         for listener in listeners.0 { listener.yield(.absent(name)) }
         for listener in listeners.1 { listener.yield(.removed(name: name)) }
+        registrationsWent(from: address, error)
     }
 
     /// Tells the adapter event listeners and the adapter's state listeners that it is present.

@@ -42,9 +42,6 @@ extension SimulatedRadio {
                 error: BluetoothError(
                     .daemonUnavailable, message: "the Bluetooth stack stopped (adapter \(adapter.name))"))
         }
-        let listeners = state.withLock { Array($0.stackListeners.values) }
-        let error = BluetoothError(.daemonUnavailable, message: "the Bluetooth stack stopped")
-        for listener in listeners { listener.down(error) }
     }
 
     /// Starts the simulated Bluetooth stack again after ``stopStack()``: the adapters come back
@@ -65,11 +62,10 @@ extension SimulatedRadio {
             }
             return state.stoppedAdapters
         }
-        for adapter in adapters { adapterAdded(adapter.address) }
-        let listeners = state.withLock { state in
-            state.stackListeners.values.filter { state.adapters[$0.adapter] != nil }
+        for adapter in adapters {
+            adapterAdded(adapter.address)
+            registrationsReturn(to: adapter.address)
         }
-        for listener in listeners { listener.up() }
     }
 
     /// Restarts the simulated Bluetooth stack, as `systemctl restart bluetooth` does:
@@ -96,6 +92,20 @@ extension SimulatedRadio {
             state.stackListeners[id] = listener
             return id
         }
+    }
+
+    /// An adapter went (with the stack, or removed): what was registered on it is gone.
+    func registrationsWent(from adapter: BluetoothAddress, _ error: BluetoothError) {
+        let listeners = state.withLock { $0.stackListeners.values.filter { $0.adapter == adapter } }
+        for listener in listeners { listener.down(error) }
+    }
+
+    /// An adapter is back: what was registered on it registers again.
+    func registrationsReturn(to adapter: BluetoothAddress) {
+        let listeners = state.withLock { state in
+            state.adapters[adapter] == nil ? [] : state.stackListeners.values.filter { $0.adapter == adapter }
+        }
+        for listener in listeners { listener.up() }
     }
 
     func removeStackListener(_ id: UInt64) {

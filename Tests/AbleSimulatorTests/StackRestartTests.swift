@@ -67,4 +67,26 @@ struct StackRestartTests {
         }
         #expect(radio.openResources.isEmpty, "\(radio.openResources)")
     }
+
+    @Test func aServerOnARemovedAdapterReportsTheGapAndServesAgainWhenTheAdapterIsBack() async throws {
+        let radio = SimulatedRadio()
+        let peripheral = radio.makeAdapter(name: "hci1")
+        let changes = Locked<[String]>([])
+        try await radio.run {
+            let server = try await GATTServer.start(on: peripheral) {
+                Service("3E0A0013-7E3D-4B1A-9C55-0A1B2C3D4E5F") {}
+                OnServingChange { _, change in
+                    changes.value.append(change.isServing ? "serving" : "gap \(change.reason?.code.description ?? "")")
+                }
+            }
+            radio.removeAdapter(named: "hci1")
+            try await waitUntil { changes.value.count == 1 }
+            #expect(await !server.isServing)
+            _ = radio.makeAdapter(name: "hci1")
+            try await waitUntil { changes.value.count == 2 }
+            #expect(changes.value == ["gap adapterRemoved", "serving"])
+            #expect(await server.isServing)
+            await server.close()
+        }
+    }
 }
