@@ -757,7 +757,9 @@ extension LifecycleScenario {
                     try await deliver(2)
                     #expect(connection.state.description == "connected")
                 }
-                // The server reported the gap once, then serving again.
+                // The server reported the gap once, then serving again (its handlers run in the
+                // server's event order, a moment after `isServing` changed).
+                try await backend.eventually("the server to report serving again") { serving.all.count >= 2 }
                 let changes = serving.all
                 #expect(changes.map(\.isServing) == [false, true], "\(changes)")
                 #expect(

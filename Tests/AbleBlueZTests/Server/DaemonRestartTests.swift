@@ -53,8 +53,10 @@ struct DaemonRestartTests {
         #expect(second.advertisement.value?.owner == ourName)
         #expect(await advertising.isActive, "a release on the way out is not the set's end")
         #expect(try second.advertisement.value?.properties.decode("LocalName", as: String.self) == "restart")
-        try await waitUntil { await server.isServing }
+        // The handler runs after `isServing` changed, in the server's event order.
+        try await waitUntil { changes.value.count == 2 }
         #expect(changes.value == ["gap daemonUnavailable", "serving"])
+        #expect(await server.isServing)
 
         // Only the new daemon may call the application's objects: the daemon's unique name
         // changed, and the application follows it.
