@@ -6,6 +6,12 @@ extension BlueZAdapterBackend {
     static let monitorManager = "org.bluez.AdvertisementMonitorManager1"
 
     /// Registers an `or_patterns` advertisement monitor and delivers the devices BlueZ finds with it.
+    ///
+    /// A monitor does not outlive `bluetoothd`: like an active scan, the stream ends with
+    /// ``BluetoothError/Code/daemonUnavailable`` when the daemon leaves the bus (BlueZ forgets
+    /// every monitor) and with ``BluetoothError/Code/adapterRemoved`` when the adapter goes; the
+    /// app starts a new passive scan when the adapter is back. A scan is a loop the app runs, so
+    /// the end is where it learns of the gap, and a monitor registered again by itself would hide it.
     func passiveScan(_ filter: PassiveScanFilter, into continuation: ScanStream.Continuation) async throws {
         guard let interfaces = system.tree.interfaces(at: path) else {
             throw BluetoothError(
@@ -75,7 +81,32 @@ extension BlueZAdapterBackend {
             await connection.unexport(root)
             throw error
         }
+        // The stack going ends the scan, as it ends an active one (see `scan(_:into:)`).
+        let changes = system.tree.changes()
+        let watcher = Task { [path] in
+            var verdict: Task<Void, Never>?
+            defer { verdict?.cancel() }
+            for await change in changes {
+                switch change {
+                case .serviceLeft:
+                    continuation.finish(
+                        throwing: BluetoothError(.daemonUnavailable, message: "bluetoothd left the bus during the scan")
+                    )
+                    return
+                case .interfacesRemoved(path, let interfaces) where interfaces.contains(Self.interface):
+                    guard verdict == nil else { continue }
+                    verdict = Task {
+                        guard (try? await Task.sleep(for: Self.daemonExitGrace)) != nil else { return }
+                        continuation.finish(
+                            throwing: BluetoothError(.adapterRemoved, message: "adapter \(path.lastElement) went away"))
+                    }
+                default:
+                    continue
+                }
+            }
+        }
         continuation.onTermination { [system, path] in
+            watcher.cancel()
             Task {
                 _ = try? await system.call(path, Self.monitorManager, "UnregisterMonitor", [.objectPath(root)])
                 await connection.unexport(monitor)

@@ -10,6 +10,7 @@ extension BlueZAdapterBackend {
         try advertisement.validate(against: capabilities)
         let registration = BlueZAdvertisement(adapter: self, scanResponseFields: capabilities.supportsScanResponseData)
         try await registration.register(advertisement)
+        registration.followStack()
         return AdvertisingSet(
             advertisement, released: registration.released,
             update: { try await registration.update($0) },
@@ -157,11 +158,23 @@ extension BlueZAdapterBackend {
 
 /// One advertisement registered with BlueZ: an exported `org.bluez.LEAdvertisement1` object
 /// whose properties follow ``AdvertisingSet/update(_:)``.
+///
+/// It outlives `bluetoothd`: when the daemon leaves the bus or the adapter's
+/// `LEAdvertisingManager1` goes, the registration is gone (BlueZ may call `Release` on its way
+/// out); the object stays exported, and when the manager is back (`InterfacesAdded`) it is
+/// registered again, accepting calls from the new daemon only. A `Release` of an advertisement
+/// with a ``Advertisement/timeout`` or ``Advertisement/duration`` ends the set at once: it is
+/// BlueZ saying the time is up. Any other `Release` ends it only if the daemon and the adapter's
+/// manager are still there ``BlueZAdapterBackend/daemonExitGrace`` later.
 final class BlueZAdvertisement: Sendable {
     private struct State {
         var path: DBusObjectPath?
         var properties: [String: DBusValue] = [:]
         var stopped = false
+        /// The unique bus name of the `bluetoothd` the advertisement is registered with.
+        var bluez: String?
+        /// Whether the stack took the registration away (the daemon or the adapter went).
+        var interrupted = false
     }
 
     let adapter: BlueZAdapterBackend
@@ -169,8 +182,10 @@ final class BlueZAdvertisement: Sendable {
     /// Set when BlueZ releases the current registration (not one this object replaced).
     let released = ReleaseFlag()
     private let state = Lock(State())
-    /// Runs updates and the stop one after another.
+    /// Runs updates, registrations again and the stop one after another.
     private let queue = FIFOLock()
+    /// Follows the stack (``followStack()``) until the set stops.
+    private let watcher = Lock<Task<Void, Never>?>(nil)
 
     init(adapter: BlueZAdapterBackend, scanResponseFields: Bool) {
         self.adapter = adapter
@@ -188,8 +203,11 @@ final class BlueZAdvertisement: Sendable {
         state.withLock {
             $0.path = path
             $0.properties = properties
+            $0.bluez = bluez
         }
-        try await connection.export([interface(at: path, properties.keys)], at: path, authorize: { $0 == bluez })
+        try await connection.export(
+            [interface(at: path, properties.keys)], at: path,
+            authorize: { [state] caller in state.withLock { $0.bluez == caller } })
         do {
             _ = try await system.call(
                 adapter.path, BlueZAdapterBackend.advertisingManager, "RegisterAdvertisement",
@@ -219,9 +237,33 @@ final class BlueZAdvertisement: Sendable {
         return DBusInterface(
             "org.bluez.LEAdvertisement1",
             methods: [
-                .immediate("Release") { [state, released] _ in
+                .immediate("Release") { [state, released, adapter] _ in
                     // A Release for a registration that an update replaced is not the set's end.
-                    if state.withLock({ $0.path == path }) { released.set() }
+                    // One without a timeout or duration is the set's end only if the stack stays:
+                    // a stopping bluetoothd releases every advertisement before it removes the
+                    // adapter and leaves the bus, and the set comes back with the next one.
+                    let ends = state.withLock { state -> Bool? in
+                        guard state.path == path else { return false }
+                        guard state.properties["Timeout"] != nil || state.properties["Duration"] != nil else {
+                            state.interrupted = true
+                            return nil
+                        }
+                        return true
+                    }
+                    switch ends {
+                    case true?: released.set()
+                    case false?: break
+                    case nil:
+                        let tree = adapter.system.tree
+                        let owner = tree.owner
+                        Task {
+                            try? await Task.sleep(for: BlueZAdapterBackend.daemonExitGrace)
+                            let stayed =
+                                tree.owner == owner
+                                && tree.interfaces(at: adapter.path)?[BlueZAdapterBackend.advertisingManager] != nil
+                            if stayed, state.withLock({ $0.interrupted && $0.path == path }) { released.set() }
+                        }
+                    }
                     return []
                 }
             ], properties: properties)
@@ -269,7 +311,68 @@ final class BlueZAdvertisement: Sendable {
         await adapter.system.connection.unexport(path)
     }
 
+    /// Follows the stack under the advertisement: when `bluetoothd` leaves or the adapter's
+    /// `LEAdvertisingManager1` goes, the registration is gone; when the manager is back, the
+    /// advertisement registers again.
+    func followStack() {
+        let changes = adapter.system.tree.changes()
+        let adapterPath = adapter.path
+        let task = Task { [weak self] in
+            for await change in changes {
+                // A set BlueZ ended (its time is up) has nothing to follow.
+                guard let released = self?.released, !released.value else { return }
+                switch change {
+                case .serviceLeft:
+                    self?.state.withLock { $0.interrupted = true }
+                case .interfacesRemoved(adapterPath, let names)
+                where names.contains(BlueZAdapterBackend.advertisingManager):
+                    self?.state.withLock { $0.interrupted = true }
+                case .interfacesAdded(adapterPath, let interfaces)
+                where interfaces[BlueZAdapterBackend.advertisingManager] != nil:
+                    guard let self else { return }
+                    await self.registerAgain()
+                default:
+                    continue
+                }
+            }
+        }
+        watcher.withLock { $0 = task }
+    }
+
+    /// Registers the advertisement again, at its path, with the `bluetoothd` now on the bus, a
+    /// few times if it refuses at first (it may still be setting the adapter up).
+    private func registerAgain() async {
+        try? await queue.withLock {
+            for attempt in 0..<5 {
+                if attempt > 0 { try? await Task.sleep(for: .seconds(1)) }
+                let system = adapter.system
+                let path = state.withLock { state -> DBusObjectPath? in
+                    guard !state.stopped, state.interrupted, let path = state.path else { return nil }
+                    return path
+                }
+                guard let path, !released.value, !Task.isCancelled,
+                    system.tree.interfaces(at: adapter.path)?[BlueZAdapterBackend.advertisingManager] != nil,
+                    let owner = system.tree.owner
+                else { return }
+                state.withLock { $0.bluez = owner }
+                do {
+                    _ = try await system.call(
+                        adapter.path, BlueZAdapterBackend.advertisingManager, "RegisterAdvertisement",
+                        [.objectPath(path), .dictionary(key: .string, value: .variant, [])])
+                    state.withLock { $0.interrupted = false }
+                    return
+                } catch let error as BluetoothError where error.errorName == "org.bluez.Error.AlreadyExists" {
+                    state.withLock { $0.interrupted = false }
+                    return
+                } catch {
+                    continue
+                }
+            }
+        }
+    }
+
     func stop() async {
+        watcher.withLock { $0?.cancel() }
         try? await queue.withLock {
             let path = state.withLock { state in
                 state.stopped = true

@@ -5,6 +5,13 @@ import AbleIO
 /// A GATT server as BlueZ serves it: an application object tree (`GattService1`,
 /// `GattCharacteristic1`, `GattDescriptor1` below an `ObjectManager`) registered with
 /// `GattManager1.RegisterApplication`. Only `bluetoothd` may call its objects.
+///
+/// It outlives `bluetoothd`. When the daemon leaves the bus (the object tree's `NameOwnerChanged`)
+/// or the adapter's `GattManager1` goes, BlueZ has forgotten the registration and every link;
+/// the application reports the centrals' departures and the gap, keeps its exported objects, and
+/// when the adapter's `GattManager1` is back (`InterfacesAdded`, after the new daemon's tree is
+/// loaded) it calls `RegisterApplication` again, accepting calls from the new daemon's unique
+/// name only, and reports that it serves again.
 final class BlueZGATTApplication: GATTServerBackend {
     let system: BlueZSystem
     let adapter: DBusObjectPath
@@ -13,6 +20,11 @@ final class BlueZGATTApplication: GATTServerBackend {
     private let paths = Lock<[AttributeID: DBusObjectPath]>([:])
     private let confirmations = Lock<[AttributeID: [ConfirmationWaiter]]>([:])
     private let watcher = Lock<Task<Void, Never>?>(nil)
+    /// The unique bus name of the `bluetoothd` the application is registered with: the only
+    /// caller its objects accept. It changes when the daemon restarts.
+    private let bluez = Lock<String?>(nil)
+    /// Each characteristic's `StartNotify` state, reset when the daemon goes.
+    private let notifying = Lock<[AttributeID: Lock<Bool>]>([:])
     private let notifySockets: BlueZServerNotifySockets
     /// The characteristics whose notifications go through acquired sockets.
     private let socketCharacteristics = Lock<Set<AttributeID>>([])
@@ -40,10 +52,11 @@ final class BlueZGATTApplication: GATTServerBackend {
         notifySockets.recoversSocketsClosedByAnotherCentral.withLock {
             $0 = version?.closesAnotherCentralsNotifySocket == true
         }
-        guard let bluez = try await connection.nameOwner(of: BlueZSystem.service) else {
+        guard let owner = try await connection.nameOwner(of: BlueZSystem.service) else {
             throw BluetoothError(.daemonUnavailable, message: "bluetoothd is not running")
         }
-        let authorize: @Sendable (String) -> Bool = { $0 == bluez }
+        bluez.withLock { $0 = owner }
+        let authorize: @Sendable (String) -> Bool = { [bluez] caller in bluez.withLock { $0 == caller } }
         try await connection.exportObjectManager(at: root, authorize: authorize)
         var objects = [root]
         for (serviceIndex, service) in core.definition.services.enumerated() {
@@ -100,6 +113,7 @@ final class BlueZGATTApplication: GATTServerBackend {
         events: GATTServerEvents
     ) -> DBusInterface {
         let notifying = Lock(false)
+        self.notifying.withLock { $0[id] = notifying }
         let confirmations = self.confirmations
         let notifySockets = self.notifySockets
         let version = self.version.withLock { $0 }
@@ -313,42 +327,122 @@ final class BlueZGATTApplication: GATTServerBackend {
         notifySockets.entries(of: characteristic).filter { $0.central == nil }.map(\.socket.maximumValueLength).min()
     }
 
+    /// Follows the centrals' links and the stack under the application: reports connections and
+    /// disconnections, and when `bluetoothd` or the adapter goes, the gap, then registers again
+    /// once the adapter's `GattManager1` is back.
     private func watchCentrals(_ events: GATTServerEvents, core: GATTServerCore) {
         let changes = system.tree.changes()
         let adapter = self.adapter
         let system = self.system
         let notifySockets = self.notifySockets
-        let task = Task {
+        var connected = Set(connectedCentrals)
+        let task = Task { [weak self] in
             // Why each link ended, from BlueZ 5.83's `Device1.Disconnected`, which comes just
             // before the `Connected = false` it explains; earlier versions send none.
             var reasons: [DBusObjectPath: String] = [:]
+            var gap: BluetoothError?
+            /// A central's link ended (or went with the stack): forget what it told, report it.
+            /// `known`: only if it was seen connected (a departure no `Connected = false` announced).
+            func left(_ central: Central, reason: String?, known: Bool = true) {
+                guard connected.remove(central) != nil || !known else { return }
+                core.forgetMTU(of: central)
+                // A central whose socket bluetoothd closed by mistake stays subscribed until now.
+                for id in notifySockets.centralLeft(central) { events.subscriptionChanged(central, id, false) }
+                events.connectionChanged(CentralConnectionChange(central: central, isConnected: false, reason: reason))
+            }
+            /// The registration is gone with the daemon or the adapter.
+            func beginGap(_ error: BluetoothError) {
+                guard gap == nil else { return }
+                gap = error
+                for central in connected.sorted(by: { $0.address < $1.address }) {
+                    left(central, reason: error.message)
+                }
+                reasons = [:]
+                self?.forgetStartNotifySubscriptions(events)
+                events.servingChanged(ServingChange(isServing: false, reason: error))
+            }
             for await change in changes {
-                if case .deviceDisconnected(let path, let name, let message) = change, path.parent == adapter {
+                switch change {
+                case .serviceLeft:
+                    beginGap(BluetoothError(.daemonUnavailable, message: "bluetoothd left the bus"))
+                    continue
+                case .interfacesRemoved(adapter, let names) where names.contains("org.bluez.GattManager1"):
+                    beginGap(BluetoothError(.adapterRemoved, message: "the adapter was removed"))
+                    continue
+                case .interfacesAdded(adapter, let interfaces) where interfaces["org.bluez.GattManager1"] != nil:
+                    guard gap != nil, let self else { continue }
+                    if await self.registerAgain() {
+                        gap = nil
+                        connected = Set(self.connectedCentrals)
+                        events.servingChanged(ServingChange(isServing: true))
+                    }
+                    continue
+                case .deviceDisconnected(let path, let name, let message) where path.parent == adapter:
                     reasons[path] = BlueZDisconnectionReason.describe(name, message: message, peer: "the central")
                     continue
-                }
-                if case .interfacesRemoved(let path, _) = change {
-                    reasons[path] = nil
+                case .interfacesRemoved(let path, let names):
+                    let reason = reasons.removeValue(forKey: path)
+                    // A device object that goes while connected took its link with it.
+                    if path.parent == adapter, names.contains("org.bluez.Device1"),
+                        let address = BluetoothAddress(bluezDevicePath: path)
+                    {
+                        left(Central(address: address), reason: reason)
+                    }
                     continue
+                default:
+                    break
                 }
                 guard case .propertiesChanged(let path, "org.bluez.Device1", let changed, _) = change,
                     path.parent == adapter,
-                    let connected = try? changed.decode("Connected", as: Bool.self)
+                    let isConnected = try? changed.decode("Connected", as: Bool.self)
                 else { continue }
                 let reason = reasons.removeValue(forKey: path)
                 guard !system.isOutgoingLink(path), let address = BluetoothAddress(bluezDevicePath: path)
                 else { continue }
                 let central = Central(address: address)
-                if !connected {
-                    core.forgetMTU(of: central)
-                    // A central whose socket bluetoothd closed by mistake stays subscribed until now.
-                    for id in notifySockets.centralLeft(central) { events.subscriptionChanged(central, id, false) }
+                if isConnected {
+                    connected.insert(central)
+                    events.connectionChanged(CentralConnectionChange(central: central, isConnected: true))
+                } else {
+                    left(central, reason: reason, known: false)
                 }
-                events.connectionChanged(
-                    CentralConnectionChange(central: central, isConnected: connected, reason: connected ? nil : reason))
             }
         }
         watcher.withLock { $0 = task }
+    }
+
+    /// Ends the subscriptions `bluetoothd` made through `StartNotify`: the daemon that made them
+    /// is gone, and the next one starts from none.
+    private func forgetStartNotifySubscriptions(_ events: GATTServerEvents) {
+        let flags = notifying.withLock { $0 }
+        for (id, flag) in flags.sorted(by: {
+            ($0.key.service, $0.key.characteristic) < ($1.key.service, $1.key.characteristic)
+        }) where flag.withLock({ Self.change(&$0, to: false) }) {
+            events.subscriptionChanged(nil, id, false)
+        }
+    }
+
+    /// Registers the application again with the `bluetoothd` now on the bus, a few times if it
+    /// refuses at first (it may still be setting the adapter up); returns whether it took.
+    private func registerAgain() async -> Bool {
+        for attempt in 0..<5 {
+            if attempt > 0 { try? await Task.sleep(for: .seconds(1)) }
+            guard !Task.isCancelled, system.tree.interfaces(at: adapter)?["org.bluez.GattManager1"] != nil,
+                let owner = system.tree.owner
+            else { return false }
+            bluez.withLock { $0 = owner }
+            do {
+                _ = try await system.call(
+                    adapter, "org.bluez.GattManager1", "RegisterApplication",
+                    [.objectPath(root), .dictionary(key: .string, value: .variant, [])])
+                return true
+            } catch let error as BluetoothError where error.errorName == "org.bluez.Error.AlreadyExists" {
+                return true
+            } catch {
+                continue
+            }
+        }
+        return false
     }
 
     func disconnect(_ central: Central) async throws {

@@ -62,6 +62,14 @@ struct RadioState {
     var knownDeviceListeners: [BluetoothAddress: [UInt64: AsyncStream<KnownPeripheralEvent>.Continuation]] = [:]
     /// The addresses of removed adapters, by name, so that one made again under its name returns.
     var removedAdapters: [String: BluetoothAddress] = [:]
+    /// Whether the simulated Bluetooth stack is down (``SimulatedRadio/stopStack()``): every
+    /// adapter is away and calls fail with ``/Able/BluetoothError/Code/daemonUnavailable``.
+    var isStackDown = false
+    /// The adapters the stack had when it stopped, brought back by ``SimulatedRadio/startStack()``.
+    var stoppedAdapters: [SimulatedAdapterState] = []
+    /// What registered with the stack and must register again when it comes back: servers and
+    /// advertising sets (``SimulatedRadio/addStackListener(_:)``).
+    var stackListeners: [UInt64: StackListener] = [:]
     /// Connects waiting for their central's adapter to go (``SimulatedRadio/sleep(until:whileAdapterPresent:)``).
     var adapterWaits: [UInt64: AdapterWait] = [:]
     /// What happened, for ``SimulatedRadio/trace``.
@@ -76,6 +84,13 @@ struct RadioState {
 
     /// The ATT MTU a simulated adapter offers as a peripheral: its own, or 23 (the ATT minimum).
     func serverMTU(of adapter: BluetoothAddress) -> Int { adapters[adapter]?.mtu ?? 23 }
+
+    /// Why an absent adapter cannot be used: the stack is down, or the adapter was removed.
+    func absence(of adapter: BluetoothAddress, _ message: String) -> BluetoothError {
+        isStackDown
+            ? BluetoothError(.daemonUnavailable, message: "the Bluetooth stack is down: " + message)
+            : BluetoothError(.adapterRemoved, message: message)
+    }
 
     mutating func makeID() -> UInt64 {
         nextID += 1

@@ -17,7 +17,7 @@ struct SimulatedAdapterBackend: AdapterBackend {
     func set(_ change: AdapterChange) async throws {
         try radio.state.withLock { state in
             guard state.adapters[address] != nil else {
-                throw BluetoothError(.adapterRemoved, message: "adapter \(name) was removed")
+                throw state.absence(of: address, "adapter \(name) was removed")
             }
             switch change {
             case .powered(let on): state.adapters[address]?.isPowered = on
@@ -63,7 +63,7 @@ struct SimulatedAdapterBackend: AdapterBackend {
     ) async throws {
         let (id, devices) = try radio.state.withLock { state in
             guard state.adapters[address] != nil else {
-                throw BluetoothError(.adapterRemoved, message: "adapter \(name) was removed")
+                throw state.absence(of: address, "adapter \(name) was removed")
             }
             guard state.adapters[address]?.isPowered == true else {
                 throw BluetoothError(.notReady, message: "\(name) is powered off")
@@ -104,27 +104,52 @@ struct SimulatedAdapterBackend: AdapterBackend {
         SimulatedGATTServerBackend(radio: radio, address: address)
     }
 
+    /// Starts an advertising set. It outlives a stack restart (``SimulatedRadio/stopStack()``):
+    /// it goes off the air with the stack and comes back on, under the same set, when the stack
+    /// and the adapter are back, as on BlueZ.
     func startAdvertising(_ advertisement: Advertisement) async throws -> AdvertisingSet {
         let id = try radio.state.withLock { state in
-            try advertisement.validate(against: state.advertisingCapabilities(of: address))
-            if state.devices[address] == nil {
-                state.devices[address] = SimulatedDevice(
-                    address: address, advertisement: nil, rssi: -40, mtu: state.serverMTU(of: address))
+            guard state.adapters[address] != nil else {
+                throw state.absence(of: address, "adapter \(name) was removed")
             }
+            try advertisement.validate(against: state.advertisingCapabilities(of: address))
             let id = state.makeID()
-            state.adapters[address]?.advertisingSets.append((id, advertisement))
-            state.devices[address]?.advertisement = advertisement
-            state.devices[address]?.isAdvertising = true
+            state.addAdvertisingSet(id, advertisement, on: address)
             return id
         }
         radio.announce(address)
+        // What the set advertises now, for registering it again after a stack restart.
+        let current = Lock(advertisement)
+        let listener = radio.addStackListener(
+            StackListener(
+                adapter: address,
+                down: { _ in },
+                up: { [radio, address] in
+                    let added = radio.state.withLock { state in
+                        guard state.adapters[address] != nil else { return false }
+                        state.addAdvertisingSet(id, current.withLock { $0 }, on: address)
+                        return true
+                    }
+                    if added { radio.announce(address) }
+                }))
         return AdvertisingSet(
             advertisement, released: ReleaseFlag(),
-            update: { [radio, address] in try radio.updateAdvertisingSet(id, of: address, to: $0) },
-            stop: { [radio, address] in radio.stopAdvertisingSet(id, of: address) })
+            update: { [radio, address] in
+                try radio.updateAdvertisingSet(id, of: address, to: $0)
+                current.withLock { [new = $0] in $0 = new }
+            },
+            stop: { [radio, address] in
+                radio.removeStackListener(listener)
+                radio.stopAdvertisingSet(id, of: address)
+            })
     }
 
     func advertisingCapabilities() async throws -> AdvertisingCapabilities {
-        radio.state.withLock { $0.advertisingCapabilities(of: address) }
+        try radio.state.withLock { state in
+            guard state.adapters[address] != nil else {
+                throw state.absence(of: address, "adapter \(name) was removed")
+            }
+            return state.advertisingCapabilities(of: address)
+        }
     }
 }

@@ -1,26 +1,61 @@
 import AbleCore
 import AbleIO
 
-/// A GATT server on a simulated adapter.
+/// A GATT server on a simulated adapter. It stays registered through a stack restart
+/// (``SimulatedRadio/stopStack()``): it stops serving when the stack goes and serves again when it
+/// is back, reporting both, as the BlueZ application does.
 struct SimulatedGATTServerBackend: GATTServerBackend {
     let radio: SimulatedRadio
     let address: BluetoothAddress
+    /// The server's ``StackListener``, while it is open.
+    private let stackListener = Lock<UInt64?>(nil)
+
+    init(radio: SimulatedRadio, address: BluetoothAddress) {
+        self.radio = radio
+        self.address = address
+    }
 
     /// Serves `core`; centrals still connected from an earlier server on the adapter see their
     /// services change, as BlueZ's Service Changed indication makes them.
+    ///
+    /// - Throws: ``/Able/BluetoothError/Code/daemonUnavailable`` while the stack is down,
+    ///   ``/Able/BluetoothError/Code/adapterRemoved`` when the adapter was removed.
     func open(_ core: GATTServerCore, events: GATTServerEvents) async throws {
-        radio.state.withLock { state in
+        try radio.state.withLock { state in
+            guard state.adapters[address] != nil else {
+                throw state.absence(of: address, "the adapter was removed")
+            }
             if state.devices[address] == nil {
                 state.devices[address] = SimulatedDevice(
                     address: address, advertisement: nil, rssi: -40, mtu: state.serverMTU(of: address))
             }
         }
         radio.replaceDatabase(of: address, with: core, events: .some(events))
+        let id = radio.addStackListener(
+            StackListener(
+                adapter: address,
+                down: { [radio, address] error in
+                    // The links went with the adapters, and were reported; nothing serves now.
+                    radio.replaceDatabase(of: address, with: nil, events: .some(nil))
+                    events.servingChanged(ServingChange(isServing: false, reason: error))
+                },
+                up: { [radio, address] in
+                    radio.state.withLock { state in
+                        if state.devices[address] == nil {
+                            state.devices[address] = SimulatedDevice(
+                                address: address, advertisement: nil, rssi: -40, mtu: state.serverMTU(of: address))
+                        }
+                    }
+                    radio.replaceDatabase(of: address, with: core, events: .some(events))
+                    events.servingChanged(ServingChange(isServing: true))
+                }))
+        stackListener.withLock { $0 = id }
     }
 
     /// Stops serving. As on BlueZ (where unregistering the application leaves the links up),
     /// connected centrals stay connected and see the services go.
     func close() async {
+        if let id = stackListener.withLock({ $0 }) { radio.removeStackListener(id) }
         radio.replaceDatabase(of: address, with: nil, events: .some(nil))
     }
 

@@ -42,7 +42,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
         let deadline = clock.now.advanced(by: timeout)
         let (timing, known) = try radio.state.withLock { state in
             guard state.adapters[central] != nil else {
-                throw BluetoothError(.adapterRemoved, message: "the adapter was removed")
+                throw state.absence(of: central, "the adapter was removed")
             }
             guard state.adapters[central]?.isPowered == true else {
                 throw BluetoothError(.notReady, message: "the adapter is powered off")
@@ -88,7 +88,7 @@ struct SimulatedPeripheralBackend: PeripheralBackend {
         try await radio.sleep(until: start.advanced(by: timing.connectionTime), whileAdapterPresent: central)
         let (events, resolves) = try radio.state.withLock { state in
             guard state.adapters[central] != nil else {
-                throw BluetoothError(.adapterRemoved, message: "the adapter was removed while connecting")
+                throw state.absence(of: central, "the adapter was removed while connecting")
             }
             guard state.adapters[central]?.isPowered == true else {
                 throw BluetoothError(.notReady, message: "the adapter was powered off while connecting")

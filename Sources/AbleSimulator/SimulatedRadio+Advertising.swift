@@ -66,6 +66,17 @@ extension SimulatedRadio {
 }
 
 extension RadioState {
+    /// Puts an advertising set on the air: the newest set is what scans see.
+    mutating func addAdvertisingSet(_ id: UInt64, _ advertisement: Advertisement, on adapter: BluetoothAddress) {
+        if devices[adapter] == nil {
+            devices[adapter] = SimulatedDevice(
+                address: adapter, advertisement: nil, rssi: -40, mtu: serverMTU(of: adapter))
+        }
+        adapters[adapter]?.advertisingSets.append((id, advertisement))
+        devices[adapter]?.advertisement = advertisement
+        devices[adapter]?.isAdvertising = true
+    }
+
     /// A simulated adapter's advertising capabilities now, its running sets subtracted.
     func advertisingCapabilities(of adapter: BluetoothAddress) -> AdvertisingCapabilities {
         guard let state = adapters[adapter] else { return AdvertisingCapabilities(availableInstances: 0) }

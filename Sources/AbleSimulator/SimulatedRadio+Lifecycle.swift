@@ -31,9 +31,16 @@ extension SimulatedRadio {
     /// streams end with ``/Able/BluetoothError/Code/adapterRemoved``, its state becomes absent and
     /// its operations fail until ``makeAdapter(name:address:mtu:)`` adds one of that name again (which
     /// gets the same address back, and makes the ``/Able/Adapter`` values kept for it work again).
+    /// Its GATT servers and advertising sets stop serving and advertising, and register again
+    /// when it is back, as on BlueZ.
     ///
     /// - Parameter name: The adapter's name, such as `hci1`.
     public func removeAdapter(named name: String) {
+        removeAdapter(named: name, error: BluetoothError(.adapterRemoved, message: "adapter \(name) was removed"))
+    }
+
+    /// Removes an adapter; what it ends, ends with `error`.
+    func removeAdapter(named name: String, error: BluetoothError) {
         let removed = state.withLock { state -> (BluetoothAddress, [RadioState.Scan])? in
             guard let (address, _) = state.adapters.first(where: { $0.value.name == name }) else { return nil }
             state.adapters[address] = nil
@@ -44,7 +51,6 @@ extension SimulatedRadio {
             return (address, scans.map(\.value))
         }
         guard let (address, scans) = removed else { return }
-        let error = BluetoothError(.adapterRemoved, message: "adapter \(name) was removed")
         for scan in scans {
             for token in scan.pendingDeliveries { clock.cancel(token) }
             scan.continuation.finish(throwing: error)
@@ -60,15 +66,14 @@ extension SimulatedRadio {
                 .sorted { ($0.central, $0.peripheral) < ($1.central, $1.peripheral) }
         }
         for connection in connections {
-            disconnect(
-                central: connection.central, peripheral: connection.peripheral,
-                reason: BluetoothError(.adapterRemoved, message: "adapter \(name) was removed"))
+            disconnect(central: connection.central, peripheral: connection.peripheral, reason: error)
         }
         let listeners = state.withLock { state in
             (Array((state.adapterListeners[address] ?? [:]).values), Array(state.adapterEventListeners.values))
         }
         for listener in listeners.0 { listener.yield(.absent(name)) }
         for listener in listeners.1 { listener.yield(.removed(name: name)) }
+        registrationsWent(from: address, error)
     }
 
     /// Tells the adapter event listeners and the adapter's state listeners that it is present.
@@ -242,7 +247,9 @@ extension SimulatedRadio {
             defer { group.cancelAll() }
             return try await group.next() ?? false
         }
-        if removed { throw BluetoothError(.adapterRemoved, message: "the adapter was removed while connecting") }
+        if removed {
+            throw state.withLock { $0.absence(of: adapter, "the adapter was removed while connecting") }
+        }
     }
 
     /// Returns when `adapter` is removed (at once if it is absent).

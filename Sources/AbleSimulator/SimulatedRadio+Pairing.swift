@@ -214,7 +214,7 @@ extension SimulatedAdapterBackend: PairingAgentBackend {
         try radio.state.withLock { state in
             guard state.adapters[address] != nil else {
                 if agent == nil { return }
-                throw BluetoothError(.adapterRemoved, message: "adapter \(name) was removed")
+                throw state.absence(of: address, "adapter \(name) was removed")
             }
             state.adapters[address]?.pairingAgent = agent
             state.adapters[address]?.pairingAgentIsSystemDefault = agent != nil && asSystemDefault

@@ -111,6 +111,7 @@ public final class SimulatedRadio: Sendable {
             return (resolvedName, resolvedAddress)
         }
         adapterAdded(address)
+        registrationsReturn(to: address)
         return Adapter(backend: SimulatedAdapterBackend(radio: self, name: name, address: address))
     }
 

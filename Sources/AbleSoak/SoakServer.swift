@@ -10,10 +10,11 @@ import AbleIO
 /// can tell a lost value from a duplicated one), and a value that centrals write and read back.
 /// It listens for L2CAP channels on the fixed PSM ``psm`` and echoes every SDU.
 ///
-/// What it survives, as a long-running app must: `bluetoothd` restarting forgets the GATT
-/// application and the advertisement, so when the adapter comes back (``Adapter/State/isPresent``)
-/// it registers both again; the adapter powered off and on again gets its advertisement again.
-/// The L2CAP listener is a kernel socket: it needs neither.
+/// What it survives, as a long-running app must, it survives through the library: the one
+/// ``GATTServer`` and ``AdvertisingSet`` it starts register again by themselves when
+/// `bluetoothd` restarts (the server reports the gap, which the server side prints); the adapter
+/// powered off and on again gets its advertisement again. The L2CAP listener is a kernel socket:
+/// it needs neither.
 struct SoakServer: Sendable {
     static let service: BluetoothUUID = "5C0A0001-7E3D-4B1A-9C55-0A1B2C3D4E5F"
     static let counter: BluetoothUUID = "5C0A0002-7E3D-4B1A-9C55-0A1B2C3D4E5F"
@@ -25,7 +26,7 @@ struct SoakServer: Sendable {
     let adapter: Adapter
     let console: Console
 
-    /// What the server has registered with BlueZ.
+    /// What the server has started.
     private struct Serving {
         var server: GATTServer?
         var advertising: AdvertisingSet?
@@ -38,33 +39,29 @@ struct SoakServer: Sendable {
         let echoes = Task.inheritingExecutor { await echo(listener.channels) }
         let current = Lock<GATTServer?>(nil)
         let notifier = Task.inheritingExecutor { await notify(current) }
-        // What happened to the adapter since the last look: went away (bluetoothd restarted),
-        // or was powered off; read and cleared by the loop below.
-        let losses = Lock((vanished: false, unpowered: false))
+        // Whether the adapter was powered off since the last look; read and cleared by the loop below.
+        let unpowered = Lock(false)
         let watcher = Task.inheritingExecutor { [adapter] in
+            // A power-off is the adapter going from powered to unpowered while present. A stopping
+            // bluetoothd powers its adapters off before removing them: the adapter going away
+            // after that makes it a restart, which the library rides out.
+            var wasPowered = false
             for await state in await adapter.stateChanges() {
-                losses.withLock {
-                    if !state.isPresent { $0.vanished = true }
-                    if !state.isPowered { $0.unpowered = true }
-                }
+                if wasPowered, state.isPresent, !state.isPowered { unpowered.withLock { $0 = true } }
+                if !state.isPresent { unpowered.withLock { $0 = false } }
+                wasPowered = state.isPresent && state.isPowered
             }
         }
         var serving = Serving()
         while !Task.isCancelled {
             let state = await adapter.state
-            let (vanished, unpowered) = losses.withLock { losses in
-                defer { losses = (false, false) }
-                return losses
-            }
-            if vanished, serving.server != nil || serving.advertising != nil {
-                say("bluetoothd went away: registering again when the adapter is back")
-                current.withLock { $0 = nil }
-                await close(&serving)
-            } else if unpowered, let advertising = serving.advertising {
-                say("adapter powered off: advertising again when it is powered")
+            if unpowered.withLock({ $0 }), state.isPowered, let advertising = serving.advertising {
+                unpowered.withLock { $0 = false }
+                say("adapter powered on again: advertising again")
                 await advertising.stop()
                 serving.advertising = nil
             }
+            // Started once; a bluetoothd restart is the library's to ride out.
             if state.isPresent, state.isPowered {
                 await open(&serving, current: current)
             }
@@ -73,7 +70,8 @@ struct SoakServer: Sendable {
         watcher.cancel()
         notifier.cancel()
         current.withLock { $0 = nil }
-        await close(&serving)
+        await serving.advertising?.stop()
+        await serving.server?.close()
         await listener.close()
         await echoes.value
         await notifier.value
@@ -81,11 +79,11 @@ struct SoakServer: Sendable {
         say("closed")
     }
 
-    /// Registers what is missing: the GATT application first, then the advertisement.
+    /// Starts what is missing: the GATT server first, then the advertisement.
     private func open(_ serving: inout Serving, current: Lock<GATTServer?>) async {
         do {
             if serving.server == nil {
-                let server = try await GATTServer.start(on: adapter, definition: Self.definition())
+                let server = try await GATTServer.start(on: adapter, definition: definition())
                 serving.server = server
                 current.withLock { $0 = server }
                 say("GATT server registered")
@@ -98,12 +96,6 @@ struct SoakServer: Sendable {
         } catch {
             say("could not serve yet: \(describe(error))")
         }
-    }
-
-    private func close(_ serving: inout Serving) async {
-        await serving.advertising?.stop()
-        await serving.server?.close()
-        serving = Serving()
     }
 
     /// Notifies the counter while a central is subscribed, numbering each value sent.
@@ -152,13 +144,21 @@ struct SoakServer: Sendable {
             "server: \(Console.escaped(text))", json: .object([("side", "server"), ("event", .string(text))]))
     }
 
-    static func definition() -> GATTServerDefinition {
+    /// The server's definition; it prints the gaps in serving that a `bluetoothd` restart makes.
+    func definition() -> GATTServerDefinition {
         GATTServerDefinition {
-            Service(service) {
-                Characteristic(counter, properties: .notify)
-                Characteristic(value, properties: [.read, .write], value: [0, 0, 0, 0])
+            Service(Self.service) {
+                Characteristic(Self.counter, properties: .notify)
+                Characteristic(Self.value, properties: [.read, .write], value: [0, 0, 0, 0])
             }
             AutoManageDevices()
+            OnServingChange { [console] _, change in
+                let text =
+                    change.isServing
+                    ? "GATT server serving again" : "GATT server not serving: \(change.reason.map(describe) ?? "")"
+                console.result(
+                    "server: \(Console.escaped(text))", json: .object([("side", "server"), ("event", .string(text))]))
+            }
         }
     }
 }

@@ -12,7 +12,7 @@ struct SimulatedLifecycleScenarioTests {
         let backend = SimulatedLifecycleScenarioBackend()
         let exact: Set<LifecycleScenario> = [
             .aConnectUnderWayEndsWhenTheStackGoes, .aLinkLossUnderASubscriptionIsReportedAtOnce,
-            .setUpRunsOnEveryConnectionBeforeValuesFlow,
+            .setUpRunsOnEveryConnectionBeforeValuesFlow, .aServerOutlivesTheStack,
         ]
         guard exact.contains(scenario) else {
             try await scenario.run(on: backend)
@@ -37,17 +37,13 @@ struct SimulatedLifecycleScenarioBackend: LifecycleScenarioBackend, ScenarioBack
     func adapterEvents() async throws -> AsyncStream<AdapterEvent> { radio.adapterEvents() }
     func removePeripheralAdapter() async throws { radio.removeAdapter(named: peripheral.name) }
     func restorePeripheralAdapter() async throws { _ = radio.makeAdapter(name: peripheral.name) }
-    func restartStack() async throws {}
+    /// The stack stays away for two seconds of the radio's time: long enough for a maintained
+    /// connection's attempts to meet `daemonUnavailable`.
+    func restartStack() async throws { try await radio.restartStack(down: .seconds(2)) }
 
-    func stopStack() async throws {
-        radio.removeAdapter(named: central.name)
-        radio.removeAdapter(named: peripheral.name)
-    }
+    func stopStack() async throws { radio.stopStack() }
 
-    func startStack() async throws {
-        _ = radio.makeAdapter(name: central.name)
-        _ = radio.makeAdapter(name: peripheral.name)
-    }
+    func startStack() async throws { radio.startStack() }
 
     func dropLink() async throws {
         guard let address = await peripheral.state.address else { return }

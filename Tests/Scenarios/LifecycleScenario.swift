@@ -26,8 +26,10 @@ public protocol LifecycleScenarioBackend: ScenarioBackend {
     func stopStack() async throws
     /// Brings it back, with both adapters under their names.
     func startStack() async throws
-    /// Restarts the stack, keeping what it stores (`bluetoothd` restarts and keeps its storage
-    /// directory; a simulated radio keeps its bonds, so this does nothing there).
+    /// Restarts the stack, keeping what it stores: `bluetoothd` restarts and keeps its storage
+    /// directory; a simulated radio's stack stops for a moment of its time
+    /// (`SimulatedRadio.restartStack(down:)`), keeping its bonds. Everything registered with the
+    /// stack goes: Able's servers and advertising sets register again by themselves.
     func restartStack() async throws
 }
 
@@ -43,6 +45,7 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
     case aConnectUnderWayEndsWhenTheStackGoes
     case aLinkLossUnderASubscriptionIsReportedAtOnce
     case setUpRunsOnEveryConnectionBeforeValuesFlow
+    case aServerOutlivesTheStack
 
     public var testDescription: String { rawValue }
 
@@ -62,6 +65,7 @@ public enum LifecycleScenario: String, CaseIterable, Sendable, CustomTestStringC
                 try await Self.aLinkLossUnderASubscriptionIsReportedAtOnce(backend)
             case .setUpRunsOnEveryConnectionBeforeValuesFlow:
                 try await Self.setUpRunsOnEveryConnectionBeforeValuesFlow(backend)
+            case .aServerOutlivesTheStack: try await Self.aServerOutlivesTheStack(backend)
             }
         } cleanup: {
             do {
@@ -691,6 +695,85 @@ extension LifecycleScenario {
                         "set-up 1: battery [41]", "set-up 1 done", "enabled (connected)", "value [101]",
                         "interrupted", "set-up 2: battery [42]", "set-up 2 done", "enabled (connected)", "value [102]",
                     ], "\(log.all)")
+            } cleanup: {
+                await advertising.stop()
+            }
+        }
+    }
+}
+
+extension LifecycleScenario {
+    /// The stack restarts (`bluetoothd` on BlueZ) under a GATT server with a subscribed central
+    /// on a maintained connection and an advertisement: the same server object reports the gap
+    /// and serves again by itself, the central reconnects and subscribes again and receives new
+    /// values from it, and a scan finds the advertisement again, all without the app starting
+    /// anything anew.
+    static func aServerOutlivesTheStack(_ backend: some LifecycleScenarioBackend) async throws {
+        let service = BluetoothUUID.random()
+        let level = CharacteristicID(.random(), service: service)
+        let serving = Recorder<ServingChange>()
+        let definition = GATTServerDefinition {
+            Service(service) { Characteristic(level.uuid, properties: [.read, .notify], value: [0]) }
+            OnServingChange { _, change in serving.append(change) }
+        }
+        let address = try #require(await backend.peripheral.state.address)
+        let policy = ReconnectPolicy(
+            connectTimeout: backend.connectTimeout, initialDelay: .milliseconds(500), maximumDelay: .seconds(2))
+        try await Scenario.withServer(backend, definition) { server in
+            let advertising = try await backend.peripheral.startAdvertising(
+                Advertisement(localName: "os", serviceUUIDs: [service]))
+            try await withCleanup {
+                try await backend.central.withMaintainedConnection(to: address, policy: policy) { connection in
+                    var events = connection.notifications(of: level).makeAsyncIterator()
+                    var gaps = 0
+                    /// Takes events until the next `.enabled`, counting gaps; values there are none.
+                    func untilEnabled() async throws {
+                        while let event = try await events.next() {
+                            switch event {
+                            case .enabled: return
+                            case .value(let value): Issue.record("a value while the subscription was away: \(value)")
+                            case .interrupted: gaps += 1
+                            }
+                        }
+                        throw ScenarioFailure(description: "the notifications ended")
+                    }
+                    /// Notifies `value` once the server sees the subscription; the central takes it.
+                    func deliver(_ value: UInt8) async throws {
+                        try await backend.eventually("the server to see the subscription") {
+                            await server.isSubscribed(level)
+                        }
+                        try await server.notify(level, value: [value])
+                        let event = try await events.next()
+                        #expect(event == .value([value]), "\(String(describing: event)) instead of the value \(value)")
+                    }
+                    try await untilEnabled()
+                    try await deliver(1)
+                    #expect(await server.isServing)
+
+                    try await backend.restartStack()
+                    try await backend.central.waitUntilPowered(timeout: .seconds(10))
+                    try await backend.peripheral.waitUntilPowered(timeout: .seconds(10))
+                    // The maintained connection comes back by itself, and so does the server.
+                    try await untilEnabled()
+                    #expect(gaps >= 1, "the restart is reported as a gap")
+                    try await backend.eventually("the server to serve again") { await server.isServing }
+                    #expect(await server.isOpen)
+                    try await deliver(2)
+                    #expect(connection.state.description == "connected")
+                }
+                // The server reported the gap once, then serving again (its handlers run in the
+                // server's event order, a moment after `isServing` changed).
+                try await backend.eventually("the server to report serving again") { serving.all.count >= 2 }
+                let changes = serving.all
+                #expect(changes.map(\.isServing) == [false, true], "\(changes)")
+                #expect(
+                    [.daemonUnavailable, .adapterRemoved].contains(changes.first?.reason?.code),
+                    "the gap's reason: \(changes)")
+                // The advertisement is on the air again: a scan finds it.
+                #expect(await advertising.isActive)
+                let scan = try await backend.central.scan(ScanFilter(serviceUUIDs: [service]))
+                let found = try await scan.first(timeout: .seconds(15))
+                #expect(found.address == address)
             } cleanup: {
                 await advertising.stop()
             }

@@ -99,6 +99,12 @@ extension Adapter {
     /// only after BlueZ lost it and found it anew. Buffering and lifetime are those of
     /// ``ScanStream``; when the stream ends, the monitor is unregistered.
     ///
+    /// A passive scan does not outlive `bluetoothd`, as an active scan does not: BlueZ forgets
+    /// its monitor, and the stream ends with ``BluetoothError/Code/daemonUnavailable`` when the
+    /// daemon leaves the bus (``BluetoothError/Code/adapterRemoved`` when the adapter alone goes,
+    /// ``BluetoothError/Code/notAvailable`` when BlueZ releases the monitor first). Start a new
+    /// one when the adapter is back.
+    ///
     /// The corresponding BlueZ methods are `org.bluez.AdvertisementMonitorManager1.RegisterMonitor`
     /// and `UnregisterMonitor`, with an `or_patterns` monitor; BlueZ calls its `DeviceFound`.
     /// - Parameter filter: The patterns and RSSI thresholds.

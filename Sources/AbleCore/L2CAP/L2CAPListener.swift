@@ -16,6 +16,12 @@ package import AbleIO
 /// simulator an `AF_UNIX` one. Either is watched by Able's sockets event loop, one thread shared
 /// by every channel and listener of the process, which is also the actor's executor.
 ///
+/// A listener outlives `bluetoothd`: the socket is the kernel's, and the daemon has no part in
+/// listening or accepting, so a restart of the daemon leaves it listening (the channels it
+/// accepted ride on links, which the restart ends). The kernel matches a listening socket to an
+/// incoming channel by the adapter's address, so it keeps listening across the adapter being
+/// powered off and on; a simulated radio keeps it across its stack restarts (`SimulatedRadio.restartStack(down:)`).
+///
 /// - Important: The listener stops listening when ``close()`` is called, when the last
 ///   reference to it goes away, or when the task that iterates ``channels`` is cancelled;
 ///   channels already accepted stay open.

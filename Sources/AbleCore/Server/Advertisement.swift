@@ -113,6 +113,16 @@ public struct Advertisement: Sendable, Hashable {
 
 /// A running advertisement, from ``Adapter/startAdvertising(_:)``: ``update(_:)`` changes it
 /// on air, ``stop()`` ends it.
+///
+/// A set outlives the Bluetooth stack under it. When `bluetoothd` stops or restarts, or the
+/// adapter is removed, BlueZ forgets the registration and the advertisement goes off the air;
+/// the set stays active and, once the adapter is back, registers again by itself with what it
+/// advertised last, so that a gateway's advertisement returns with the stack and its
+/// ``GATTServer``. Only BlueZ ending the set on purpose (its ``Advertisement/timeout`` or
+/// ``Advertisement/duration`` ran out) or ``stop()`` ends it.
+///
+/// The corresponding BlueZ method is `org.bluez.LEAdvertisingManager1.RegisterAdvertisement`,
+/// called again once the adapter's `LEAdvertisingManager1` is back on the bus.
 public actor AdvertisingSet {
     let stopAction: @Sendable () async -> Void
     let updateAction: (@Sendable (Advertisement) async throws -> Void)?
@@ -138,7 +148,8 @@ public actor AdvertisingSet {
     private var stopped = false
 
     /// Whether the advertisement is still on air: not stopped, and not released by BlueZ (for
-    /// example after its ``Advertisement/timeout``).
+    /// example after its ``Advertisement/timeout``). It stays `true` through a gap in the stack
+    /// (`bluetoothd` restarting), after which the set registers again by itself.
     public var isActive: Bool { !stopped && !released.value }
 
     /// Changes what the set advertises, without stopping it.

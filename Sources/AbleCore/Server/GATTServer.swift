@@ -28,6 +28,13 @@ import AbleIO
 /// while a subscribed central has had its share, so a server notifying in a tight loop keeps
 /// answering requests, and nothing is dropped or queued without bound.
 ///
+/// The server outlives the Bluetooth stack under it. When `bluetoothd` stops or restarts (a
+/// distribution upgrade, a crash) or the adapter is removed, BlueZ forgets the registration and
+/// every central's link goes; the server stays open, reports the gap to ``OnServingChange``
+/// (``isServing`` is `false` meanwhile), and when the adapter is back it registers again by
+/// itself and reports that too. Centrals then connect and subscribe again as they would after
+/// any link loss. A months-long gateway needs nothing more than the server object it started.
+///
 /// - Important: Close the server when done (or use ``Adapter/withGATTServer(_:pacing:isolation:_:)``); BlueZ
 ///   keeps serving a registered application until it is unregistered or this process exits.
 public actor GATTServer {
@@ -39,6 +46,8 @@ public actor GATTServer {
     let core: GATTServerCore
     package let backend: any GATTServerBackend
     private var state = State.open
+    /// Whether the backend has the server registered now (see ``isServing``).
+    private let serving = Lock(true)
     /// Who is subscribed to each characteristic, as the backend reports it: named centrals, and
     /// ``PacingKey/unnamed`` for subscribers the backend cannot name.
     private let subscriptions = Lock<[AttributeID: Set<PacingKey>]>([:])
@@ -94,6 +103,7 @@ public actor GATTServer {
     private enum Event: Sendable {
         case connection(CentralConnectionChange)
         case subscription(Central?, BluetoothUUID, Bool)
+        case serving(ServingChange)
     }
 
     private func open() async throws {
@@ -113,6 +123,10 @@ public actor GATTServer {
                     }
                 }
                 continuation.yield(.subscription(central, core.characteristic(id).uuid, isSubscribed))
+            },
+            servingChanged: { [serving] change in
+                serving.withLock { $0 = change.isServing }
+                continuation.yield(.serving(change))
             })
         eventTask = Task.inheritingExecutor { [weak self] in
             for await event in events {
@@ -122,6 +136,8 @@ public actor GATTServer {
                     for handler in definition.connectionHandlers { await handler(self, change) }
                 case .subscription(let central, let uuid, let isSubscribed):
                     for handler in definition.subscriptionHandlers { await handler(self, central, uuid, isSubscribed) }
+                case .serving(let change):
+                    for handler in definition.servingHandlers { await handler(self, change) }
                 }
             }
         }
@@ -135,8 +151,14 @@ public actor GATTServer {
         for handler in definition.stateHandlers { await handler(self, true) }
     }
 
-    /// Whether the server is still serving.
+    /// Whether the server is still open: not closed by ``close()``. It stays open through a gap
+    /// in the Bluetooth stack (see ``isServing``).
     public var isOpen: Bool { state == .open }
+
+    /// Whether the server serves now: open, and registered with the stack. `false` while
+    /// `bluetoothd` is away (or the adapter removed) and until the server has registered again
+    /// after it came back; ``OnServingChange`` reports each change.
+    public var isServing: Bool { state == .open && serving.withLock { $0 } }
 
     /// The centrals connected to the adapter now.
     public var connectedCentrals: [Central] { backend.connectedCentrals }

@@ -52,12 +52,17 @@ package struct GATTServerEvents: Sendable {
     package let connectionChanged: @Sendable (CentralConnectionChange) -> Void
     /// A central (`nil` when the backend cannot say which) subscribed or unsubscribed.
     package let subscriptionChanged: @Sendable (Central?, AttributeID, Bool) -> Void
+    /// The stack went away under the server (its registration is gone, every central with it),
+    /// or came back and the backend registered the server again.
+    package let servingChanged: @Sendable (ServingChange) -> Void
 
     package init(
         connectionChanged: @escaping @Sendable (CentralConnectionChange) -> Void,
-        subscriptionChanged: @escaping @Sendable (Central?, AttributeID, Bool) -> Void
+        subscriptionChanged: @escaping @Sendable (Central?, AttributeID, Bool) -> Void,
+        servingChanged: @escaping @Sendable (ServingChange) -> Void = { _ in }
     ) {
         self.connectionChanged = connectionChanged
         self.subscriptionChanged = subscriptionChanged
+        self.servingChanged = servingChanged
     }
 }

@@ -47,6 +47,7 @@ public struct GATTServerDefinition: Sendable {
     var connectionHandlers: [@Sendable (GATTServer, CentralConnectionChange) async -> Void] = []
     var subscriptionHandlers: [@Sendable (GATTServer, Central?, BluetoothUUID, Bool) async -> Void] = []
     var stateHandlers: [@Sendable (GATTServer, Bool) async -> Void] = []
+    var servingHandlers: [@Sendable (GATTServer, ServingChange) async -> Void] = []
     /// Declaration mistakes, reported by ``validate()``.
     private(set) var problems: [String] = []
 

@@ -359,6 +359,9 @@ public struct OnSubscriptionChange: GATTServerComponent {
 }
 
 /// Called when the server opens (`true`, registered with BlueZ) and closes (`false`).
+///
+/// A gap in serving while the server stays open (`bluetoothd` restarting) is reported by
+/// ``OnServingChange``, not here.
 public struct OnStateChange: GATTServerComponent {
     let handler: @Sendable (GATTServer, Bool) async -> Void
     /// Calls `handler` with the server and whether it is open now.
@@ -366,6 +369,56 @@ public struct OnStateChange: GATTServerComponent {
         self.handler = handler
     }
     public func apply(to definition: inout GATTServerDefinition) { definition.stateHandlers.append(handler) }
+}
+
+/// Called when an open server stops serving because the Bluetooth stack went away under it
+/// (`bluetoothd` stopped or restarted, or the adapter was removed), and when it serves again.
+///
+/// The server stays open through the gap (``GATTServer/isOpen`` stays `true`): when the adapter
+/// is back, the server registers its application again by itself and this handler is called
+/// with ``ServingChange/isServing`` `true`. Every central's link and subscription ends with the
+/// stack (their disconnections and unsubscriptions are reported first, through
+/// ``OnConnectionStateChange`` and ``OnSubscriptionChange``); centrals connect and subscribe
+/// again afterwards. ``GATTServer/isServing`` says where the server stands now.
+///
+/// ```swift
+/// OnServingChange { server, change in
+///     print(change.isServing ? "serving again" : "not serving: \(change.reason!)")
+/// }
+/// ```
+///
+/// The corresponding BlueZ method is `org.bluez.GattManager1.RegisterApplication`, called again
+/// once `bluetoothd` is back on the bus and the adapter's `GattManager1` is there.
+public struct OnServingChange: GATTServerComponent {
+    let handler: @Sendable (GATTServer, ServingChange) async -> Void
+    /// Calls `handler` with the server and the change.
+    ///
+    /// - Parameter handler: Called at the start and at the end of each gap, in that order.
+    public init(_ handler: @escaping @Sendable (_ server: GATTServer, _ change: ServingChange) async -> Void) {
+        self.handler = handler
+    }
+    public func apply(to definition: inout GATTServerDefinition) { definition.servingHandlers.append(handler) }
+}
+
+/// An open server stopping or resuming serving under it, as ``OnServingChange`` reports it.
+public struct ServingChange: Sendable, CustomStringConvertible {
+    /// Whether the server serves now: `false` when the gap begins, `true` when it ends.
+    public var isServing: Bool
+    /// Why the gap began: ``BluetoothError/Code/daemonUnavailable`` when `bluetoothd` left the
+    /// bus (or the simulated stack stopped), ``BluetoothError/Code/adapterRemoved`` when the
+    /// adapter went first; `nil` when the server serves again. A stopping `bluetoothd` removes
+    /// its adapters before it leaves the bus, so on BlueZ a restart's gap may begin with
+    /// ``BluetoothError/Code/adapterRemoved`` too.
+    public var reason: BluetoothError?
+
+    package init(isServing: Bool, reason: BluetoothError? = nil) {
+        self.isServing = isServing
+        self.reason = reason
+    }
+
+    public var description: String {
+        isServing ? "serving" : "not serving" + (reason.map { " (\($0.code): \($0.message))" } ?? "")
+    }
 }
 
 /// Lets the server manage its connected centrals: it keeps the list of connected centrals
