@@ -211,7 +211,8 @@ public final class SimulatedPeripheral: Sendable {
     /// more only to time out, which ``disconnectAll(reason:)`` or ``goOutOfRange()`` show).
     ///
     /// ```swift
-    /// peripheral.setLinkQuality(notificationLoss: 0.2, seed: 7)
+    /// let sensor = radio.peripheral("C0:FF:EE:00:00:01")
+    /// sensor.setLinkQuality(notificationLoss: 0.2, seed: 7)
     /// ```
     ///
     /// - Parameters:
@@ -249,7 +250,8 @@ public final class SimulatedPeripheral: Sendable {
     /// ``/Able/BluetoothError/Code/disconnected``.
     ///
     /// ```swift
-    /// peripheral.answerRequests(after: .milliseconds(300))
+    /// let sensor = radio.peripheral("C0:FF:EE:00:00:01")
+    /// sensor.answerRequests(after: .milliseconds(300))
     /// ```
     ///
     /// - Parameter delay: How long each request waits for its answer.

@@ -8,6 +8,11 @@ extension SimulatedRadio {
     /// `AbleSimulatorTesting`); `nil` outside them.
     ///
     /// ```swift
+    /// import Able
+    /// import AbleSimulator
+    /// import AbleSimulatorTesting
+    /// import Testing
+    ///
     /// @Test(.simulatedRadio) func findsTheSensor() async throws {
     ///     let radio = try #require(SimulatedRadio.current)
     ///     radio.addPeripheral(address: "00:00:00:00:00:01", advertisement: Advertisement(localName: "HRM"))

@@ -8,6 +8,11 @@ public import Testing
 /// An app written against the system's adapter is tested unchanged:
 ///
 /// ```swift
+/// import Able
+/// import AbleSimulator
+/// import AbleSimulatorTesting
+/// import Testing
+///
 /// @Test(.simulatedRadio { radio in
 ///     radio.addPeripheral(address: "00:00:00:00:00:01", advertisement: Advertisement(localName: "HRM"))
 /// })
@@ -67,6 +72,11 @@ extension Trait where Self == SimulatedRadioTrait {
     /// Runs the test with a simulated radio of its own standing for the system's Bluetooth.
     ///
     /// ```swift
+    /// import Able
+    /// import AbleSimulator
+    /// import AbleSimulatorTesting
+    /// import Testing
+    ///
     /// @Test(.simulatedRadio(adapters: ["hci0", "hci1"]) { radio in
     ///     radio.addPeripheral(address: "00:00:00:00:00:01", advertisement: Advertisement(localName: "HRM"))
     /// })
