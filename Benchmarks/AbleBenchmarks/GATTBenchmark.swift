@@ -62,8 +62,12 @@ struct ServerStats {
         func le(_ value: UInt64, _ count: Int) -> [UInt8] {
             (0..<count).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
         }
-        return le(UInt64(received), 4) + le(UInt64(distinct), 4) + le(UInt64(outOfOrder), 4)
-            + le(UInt64(altered), 4) + le(first.bitPattern, 8) + le(last.bitPattern, 8) + [notifying ? 1 : 0]
+        // Joined rather than added with `+`: Swift 6.2's type checker gives up on the sum.
+        let fields: [[UInt8]] = [
+            le(UInt64(received), 4), le(UInt64(distinct), 4), le(UInt64(outOfOrder), 4), le(UInt64(altered), 4),
+            le(first.bitPattern, 8), le(last.bitPattern, 8), [notifying ? 1 : 0],
+        ]
+        return Array(fields.joined())
     }
 
     init() {}

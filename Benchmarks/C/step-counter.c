@@ -5,16 +5,22 @@
  *   step-counter PID THREAD SYSCALL SKIP VALUES
  *     Waits (up to 30 s) for the thread of process PID named THREAD (/proc/PID/task/{}/comm),
  *     attaches to it and steps it. A value's work ends where the thread makes the system call
- *     SYSCALL (epoll_wait or poll: where it waits for the next value); the first SKIP such spans
- *     are left out, the next VALUES are counted, then it detaches. Prints
+ *     SYSCALL (epoll_pwait, which Able's event loops wait in, or poll: glibc's poll(), which is
+ *     the ppoll system call on architectures without poll, such as arm64; where the thread waits
+ *     for the next value); the first SKIP such spans are left out, the next VALUES are counted,
+ *     then it detaches. Prints
  *       steps values=<n> instructions=<median> mean=<mean> pages=<median> calls=<median> syscalls=<median>
  *     per value: instructions executed, distinct 4 KiB pages of code they came from, call
  *     instructions (direct and indirect) and system calls. A system call counts as one instruction.
  *
  * Stepped, the thread runs some thousand times slower, so values must come far apart (the
- * benchmark paces them at 10 a second) for each to be taken alone, as at a link's pace. */
+ * benchmark paces them at 10 a second) for each to be taken alone, as at a link's pace.
+ *
+ * Reading the registers and decoding the instruction at the program counter is per architecture:
+ * x86_64 and aarch64. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,12 +28,59 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MAX_PAGES 4096
+
+/* The stopped thread's next instruction: where it is, whether it is a system call (and which) or a
+ * call. */
+struct step {
+    uint64_t address;
+    int is_syscall, is_call;
+    long syscall;
+};
+
+#if defined(__x86_64__)
+static int read_step(pid_t thread, struct step *step) {
+    struct user_regs_struct registers;
+    if (ptrace(PTRACE_GETREGS, thread, 0, &registers) != 0) return -1;
+    errno = 0;
+    long word = ptrace(PTRACE_PEEKTEXT, thread, registers.rip, 0);
+    if (errno != 0) return -1;
+    unsigned char byte[8];
+    memcpy(byte, &word, sizeof byte);
+    step->address = registers.rip;
+    step->is_syscall = byte[0] == 0x0f && byte[1] == 0x05;
+    step->syscall = (long)registers.rax;
+    /* call rel32 (e8), or call r/m (ff /2), after a REX prefix if there is one. */
+    int at = (byte[0] & 0xf0) == 0x40 ? 1 : 0;
+    step->is_call = byte[at] == 0xe8 || (byte[at] == 0xff && ((byte[at + 1] >> 3) & 7) == 2);
+    return 0;
+}
+#elif defined(__aarch64__)
+static int read_step(pid_t thread, struct step *step) {
+    /* arm64 has no PTRACE_GETREGS: the general registers come as the NT_PRSTATUS register set. */
+    struct user_regs_struct registers;
+    struct iovec vector = {.iov_base = &registers, .iov_len = sizeof registers};
+    if (ptrace(PTRACE_GETREGSET, thread, (void *)NT_PRSTATUS, &vector) != 0) return -1;
+    errno = 0;
+    long word = ptrace(PTRACE_PEEKTEXT, thread, registers.pc, 0);
+    if (errno != 0) return -1;
+    uint32_t instruction = (uint32_t)word; /* little-endian: the word's low half is at pc */
+    step->address = registers.pc;
+    step->is_syscall = instruction == 0xd4000001; /* svc #0 */
+    step->syscall = (long)registers.regs[8];      /* the system call's number is in x8 */
+    /* bl imm26, or blr xn. */
+    step->is_call = (instruction & 0xfc000000) == 0x94000000 || (instruction & 0xfffffc1f) == 0xd63f0000;
+    return 0;
+}
+#else
+#error "step-counter decodes x86_64 and aarch64 instructions only"
+#endif
 
 /* The thread of `pid` named `name`, or 0. */
 static pid_t find_thread(pid_t pid, const char *name) {
@@ -65,11 +118,24 @@ static long median(long *values, int count) {
 
 int main(int argc, char **argv) {
     if (argc != 6) {
-        fprintf(stderr, "usage: step-counter PID THREAD epoll_wait|poll SKIP VALUES\n");
+        fprintf(stderr, "usage: step-counter PID THREAD epoll_pwait|poll SKIP VALUES\n");
         return 2;
     }
     pid_t pid = atoi(argv[1]);
-    long boundary = strcmp(argv[3], "poll") == 0 ? SYS_poll : SYS_epoll_wait;
+#ifdef SYS_poll
+    long poll_call = SYS_poll;
+#else
+    long poll_call = SYS_ppoll;
+#endif
+    long boundary;
+    if (strcmp(argv[3], "poll") == 0) {
+        boundary = poll_call;
+    } else if (strcmp(argv[3], "epoll_pwait") == 0) {
+        boundary = SYS_epoll_pwait;
+    } else {
+        fprintf(stderr, "step-counter: SYSCALL is epoll_pwait or poll, not %s\n", argv[3]);
+        return 2;
+    }
     int skip = atoi(argv[4]), values = atoi(argv[5]);
     pid_t thread = 0;
     for (int tries = 0; thread == 0 && tries < 3000; tries++) {
@@ -96,15 +162,9 @@ int main(int argc, char **argv) {
     long steps = 0, call_count = 0, syscall_count = 0;
     int spans = -1; /* the span before the first boundary is partial */
     while (spans < skip + values) {
-        struct user_regs_struct registers;
-        if (ptrace(PTRACE_GETREGS, thread, 0, &registers) != 0) break;
-        errno = 0;
-        long word = ptrace(PTRACE_PEEKTEXT, thread, registers.rip, 0);
-        if (errno != 0) break;
-        unsigned char byte[8];
-        memcpy(byte, &word, sizeof byte);
-        int is_syscall = byte[0] == 0x0f && byte[1] == 0x05;
-        if (is_syscall && (long)registers.rax == boundary) {
+        struct step step;
+        if (read_step(thread, &step) != 0) break;
+        if (step.is_syscall && step.syscall == boundary) {
             int index = spans - skip;
             if (index >= 0) {
                 instructions[index] = steps;
@@ -117,14 +177,12 @@ int main(int argc, char **argv) {
             page_count = 0;
         }
         steps++;
-        uint64_t page = registers.rip >> 12;
+        uint64_t page = step.address >> 12;
         int known = 0;
         for (int i = 0; i < page_count && !known; i++) known = seen_pages[i] == page;
         if (!known && page_count < MAX_PAGES) seen_pages[page_count++] = page;
-        syscall_count += is_syscall;
-        /* call rel32 (e8), or call r/m (ff /2), after a REX prefix if there is one. */
-        int at = (byte[0] & 0xf0) == 0x40 ? 1 : 0;
-        if (byte[at] == 0xe8 || (byte[at] == 0xff && ((byte[at + 1] >> 3) & 7) == 2)) call_count++;
+        syscall_count += step.is_syscall;
+        call_count += step.is_call;
         if (ptrace(PTRACE_SINGLESTEP, thread, 0, 0) != 0) break;
         if (waitpid(thread, &status, __WALL) < 0 || WIFEXITED(status) || WIFSIGNALED(status)) break;
     }

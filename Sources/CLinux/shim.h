@@ -3,7 +3,7 @@
 
 // Linux and glibc headers that Swift's Glibc module map leaves out.
 
-// The event loops (AbleIO' EventLoop) wait in epoll_wait and are woken through an eventfd.
+// The event loops (AbleIO's EventLoop) wait in epoll_pwait and are woken through an eventfd.
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
@@ -37,8 +37,13 @@ static inline int able_recvmmsg(int fd, struct able_mmsghdr *messages, unsigned 
 // per call (of some 1,300 that a paced notification through a characteristic's socket costs
 // Able's loop). Able cancels no thread (`pthread_cancel`), so these are the same calls without
 // that; like the wrappers they return -1 and set errno on failure.
+//
+// The wait is epoll_pwait with no signal mask, which is epoll_wait: arm64 and riscv64 Linux have no
+// epoll_wait system call (SYS_epoll_wait is undefined there), and epoll_pwait exists on every
+// architecture. The last argument is the kernel's sigset size (_NSIG / 8: 8 bytes on x86_64, arm64
+// and riscv64), not glibc's sizeof(sigset_t) of 128; with a null mask the kernel reads neither.
 static inline int able_epoll_wait(int epoll, struct epoll_event *events, int capacity, int timeout) {
-    return (int)syscall(SYS_epoll_wait, epoll, events, capacity, timeout);
+    return (int)syscall(SYS_epoll_pwait, epoll, events, capacity, timeout, (void *)0, (size_t)8);
 }
 
 static inline ssize_t able_recv(int fd, void *buffer, size_t length, int flags) {

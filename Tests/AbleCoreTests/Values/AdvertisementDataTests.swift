@@ -68,14 +68,17 @@ struct AdvertisementDataTests {
     @Test("Every kind of UUID list and service data parses")
     func uuidListsAndServiceData() throws {
         let custom: BluetoothUUID = "12E61727-B41A-436F-B64D-4777B35F2294"
-        let raw: [UInt8] =
-            [0x03, 0x03, 0x0F, 0x18]
-            + [0x05, 0x04, 0x04, 0x03, 0x02, 0x01]
-            + [0x11, 0x07] + custom.littleEndianBytes
-            + [0x05, 0x16, 0x0F, 0x18, 0x64, 0x01]
-            + [0x06, 0x20, 0x04, 0x03, 0x02, 0x01, 0xAA]
-            + [0x12, 0x21] + custom.littleEndianBytes + [0x42]
-            + [0x02, 0x0A, 0xF4]
+        // Joined rather than added with `+`: Swift 6.2's type checker gives up on the sum.
+        let structures: [[UInt8]] = [
+            [0x03, 0x03, 0x0F, 0x18],
+            [0x05, 0x04, 0x04, 0x03, 0x02, 0x01],
+            [0x11, 0x07], custom.littleEndianBytes,
+            [0x05, 0x16, 0x0F, 0x18, 0x64, 0x01],
+            [0x06, 0x20, 0x04, 0x03, 0x02, 0x01, 0xAA],
+            [0x12, 0x21], custom.littleEndianBytes, [0x42],
+            [0x02, 0x0A, 0xF4],
+        ]
+        let raw = Array(structures.joined())
         let data = try AdvertisementData(advertisingBytes: raw)
         #expect(data.serviceUUIDs == [.batteryService, BluetoothUUID(uuid32: 0x0102_0304), custom])
         #expect(
