@@ -31,8 +31,10 @@ struct DetachedConnectionTests {
         defer { dbus_free(address) }
         let raw = try #require(dbus_connection_open_private(address, &error.raw))
         let sent = Locked<[Sent]>([])
-        let connection = Locked<DBusConnection?>(nil)
-        connection.value = DBusConnection.detached(
+        // Weak: the connection keeps its outbox, so a strong reference from the outbox back to the
+        // connection would keep both alive for good (AddressSanitizer's leak check saw it).
+        let connection = WeakConnection()
+        let detached = DBusConnection.detached(
             raw: raw, uniqueName: ":1.42", log: { _ in },
             outbox: { message in
                 sent.value.append(
@@ -45,7 +47,13 @@ struct DetachedConnectionTests {
                     dbus_message_unref(reply)
                 }
             })
-        return (connection.value!, sent)
+        connection.value = detached
+        return (detached, sent)
+    }
+
+    /// The connection its own outbox answers through, held weakly; set before any message is sent.
+    final class WeakConnection: @unchecked Sendable {
+        weak var value: DBusConnection?
     }
 
     @Test func aDeliveredCallIsAnsweredOnceThroughTheOutbox() async throws {
