@@ -1,6 +1,6 @@
 package import AbleIO
 
-/// An event loop that D-Bus connections run on: one thread that waits in `epoll_wait` on the
+/// An event loop that D-Bus connections run on: one thread that waits in `epoll_pwait` on the
 /// connections' sockets and timeouts, and runs jobs in between.
 ///
 /// It is the serial executor of every ``DBusConnection`` bound to it, and a task executor. A job

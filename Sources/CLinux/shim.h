@@ -39,10 +39,10 @@ static inline int able_recvmmsg(int fd, struct able_mmsghdr *messages, unsigned 
 // that; like the wrappers they return -1 and set errno on failure.
 //
 // The wait is epoll_pwait with no signal mask, which is epoll_wait: arm64 and riscv64 Linux have no
-// epoll_wait system call (SYS_epoll_wait is undefined there), and epoll_pwait exists on every
+// epoll_wait system call (its number is not defined there), and epoll_pwait exists on every
 // architecture. The last argument is the kernel's sigset size (_NSIG / 8: 8 bytes on x86_64, arm64
 // and riscv64), not glibc's sizeof(sigset_t) of 128; with a null mask the kernel reads neither.
-static inline int able_epoll_wait(int epoll, struct epoll_event *events, int capacity, int timeout) {
+static inline int able_epoll_pwait(int epoll, struct epoll_event *events, int capacity, int timeout) {
     return (int)syscall(SYS_epoll_pwait, epoll, events, capacity, timeout, (void *)0, (size_t)8);
 }
 

@@ -23,7 +23,7 @@ package import AbleIO
 ///
 /// The channel owns one nonblocking `SOCK_SEQPACKET` socket (on BlueZ an `AF_BLUETOOTH`/
 /// `BTPROTO_L2CAP` one, on the simulator an `AF_UNIX` one), watched by Able's sockets event loop:
-/// one thread, shared by every channel and listener of the process, that waits in `epoll_wait`
+/// one thread, shared by every channel and listener of the process, that waits in `epoll_pwait`
 /// and is also the actor's executor. Sending and receiving do not hop to the actor: they take a
 /// lock and call the socket from the caller's executor. An actor of yours that sends or receives
 /// a lot can share the channel's executor, so that a send or receive that had to wait resumes on

@@ -5,7 +5,7 @@ import Synchronization
     import Glibc
 #endif
 
-/// An event loop: one thread that waits in `epoll_wait` on descriptors and timers, and runs jobs
+/// An event loop: one thread that waits in `epoll_pwait` on descriptors and timers, and runs jobs
 /// in between. What D-Bus connections run on (`DBusExecutor` wraps one), and what Able's sockets
 /// run on (a loop of their own, so that a flood on one never starves the other).
 ///
@@ -37,8 +37,8 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
 
     private let threadName: String
     private let inbox = Lock(Inbox())
-    /// Whether the loop waits (or is about to wait) in `epoll_wait` and must be woken: set when it
-    /// decides to sleep, and cleared as soon as `epoll_wait` returns (or by the submit that wakes
+    /// Whether the loop waits (or is about to wait) in `epoll_pwait` and must be woken: set when it
+    /// decides to sleep, and cleared as soon as `epoll_pwait` returns (or by the submit that wakes
     /// it). In between, the loop's thread submits nothing, so work it submits itself never writes
     /// the `eventfd`.
     ///
@@ -243,7 +243,7 @@ package final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable
                 timeout = nextTimeout()
             }
             jobTurns = 0
-            let count = able_epoll_wait(epoll, events, Self.eventCapacity, timeout)
+            let count = able_epoll_pwait(epoll, events, Self.eventCapacity, timeout)
             // Awake: work submitted from now on is seen at the top of the loop, before it sleeps
             // again, and needs no `eventfd` write. Without this, every job that the handlers
             // below enqueue (a consumer's task that prefers this loop, a reply resuming a call
