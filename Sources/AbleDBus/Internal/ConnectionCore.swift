@@ -324,7 +324,7 @@ final class ConnectionCore: @unchecked Sendable {
             call.reply.resume(
                 with: .failure(DBusError(.noReply, "no reply came within \(call.timeoutMilliseconds) ms")))
         }
-        for call in waitingCalls.remove(where: { $0.deadline.map { $0 <= now } ?? false }) {
+        for call in waitingCalls.removeAll(where: { $0.deadline.map { $0 <= now } ?? false }) {
             dbus_message_unref(call.message)
             call.reply.resume(
                 with: .failure(
@@ -476,16 +476,16 @@ final class ConnectionCore: @unchecked Sendable {
     /// Sends the calls that waited for their turn, oldest first, while there is room; drops those
     /// whose callers gave up.
     private func sendWaitingCalls() {
-        while closedError == nil, outstandingCalls < maximumOutstandingCalls, let call = waitingCalls.popFirst() {
+        while closedError == nil, outstandingCalls < maximumOutstandingCalls, let call = waitingCalls.first {
+            if !call.reply.isFinished, let deadline = call.deadline, deadline <= LoopTimer.now() {
+                // The timer fails it in a moment, as it does every overdue call.
+                arm(at: deadline)
+                return
+            }
+            _ = waitingCalls.popFirst()
             guard !call.reply.isFinished else {
                 dbus_message_unref(call.message)
                 continue
-            }
-            if let deadline = call.deadline, deadline <= LoopTimer.now() {
-                // The timer fails it in a moment, as it does every overdue call.
-                waitingCalls.prepend(call)
-                arm(at: deadline)
-                return
             }
             transmit(
                 call.message, to: call.destination, replyTo: call.reply, counted: true, deadline: call.deadline,
@@ -515,7 +515,7 @@ final class ConnectionCore: @unchecked Sendable {
     func cancel(_ reply: PendingReply) {
         guard reply.serial != 0 else {
             // Still waiting for its turn (or never sent).
-            for call in waitingCalls.remove(where: { $0.reply === reply }) { dbus_message_unref(call.message) }
+            for call in waitingCalls.removeAll(where: { $0.reply === reply }) { dbus_message_unref(call.message) }
             return
         }
         guard pendingCalls[reply.serial]?.reply === reply else { return }

@@ -4,7 +4,7 @@ package struct RingBuffer<Element> {
     private var head = 0
 
     /// How many elements the queue holds.
-    private(set) var count = 0
+    package private(set) var count = 0
 
     package init() {}
 
